@@ -1,0 +1,73 @@
+"""accelhal: one accelerator API for PyTorch, whatever the machine has.
+
+>>> import accelhal
+>>> acc = accelhal.get_accelerator()
+>>> acc.name, acc.current_device_name(), acc.communication_backend_name()
+('cpu', 'cpu:0', 'gloo')
+
+``import accelhal`` is free of side effects: it imports neither torch nor any vendor
+package (nor pydantic, pluggy or rich), writes no environment variable and creates no
+device context. Every public name below is loaded on first access (PEP 562).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from accelhal._version import __version__
+
+if TYPE_CHECKING:
+    from accelhal.contract import Accelerator
+    from accelhal.errors import (
+        AccelhalError,
+        BackendUnavailableError,
+        ConfigurationError,
+        ContractError,
+        PluginError,
+        UnknownBackendError,
+        UnsupportedFeatureError,
+    )
+    from accelhal.hookspecs import hookimpl
+    from accelhal.report import AcceleratorInfo, DetectionReport
+    from accelhal.selection import detect, get_accelerator, reset_accelerator, set_accelerator
+    from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability, Status, Verdict
+
+_EXPORTS: dict[str, str] = {
+    "get_accelerator": "accelhal.selection",
+    "set_accelerator": "accelhal.selection",
+    "reset_accelerator": "accelhal.selection",
+    "detect": "accelhal.selection",
+    "Accelerator": "accelhal.contract",
+    "DeviceModuleAccelerator": "accelhal.device_module",
+    "BackendSpec": "accelhal.spec",
+    "Verdict": "accelhal.spec",
+    "Status": "accelhal.spec",
+    "Capability": "accelhal.spec",
+    "CONTRACT_VERSION": "accelhal.spec",
+    "hookimpl": "accelhal.hookspecs",
+    "DetectionReport": "accelhal.report",
+    "AcceleratorInfo": "accelhal.report",
+    "AccelhalError": "accelhal.errors",
+    "ConfigurationError": "accelhal.errors",
+    "UnknownBackendError": "accelhal.errors",
+    "BackendUnavailableError": "accelhal.errors",
+    "PluginError": "accelhal.errors",
+    "ContractError": "accelhal.errors",
+    "UnsupportedFeatureError": "accelhal.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'accelhal' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,5 @@
+"""``python -m accelhal``: the same as the ``accelhal`` command."""
+
+from accelhal.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,672 @@
+"""``Accelerator``: the abstract base class that is the whole contract.
+
+Every member of DeepSpeed 0.19.8's ``DeepSpeedAccelerator`` is declared here with the
+same name, argument names and defaults, so code written against
+``deepspeed.accelerator.get_accelerator()`` runs unchanged. Unlike DeepSpeed, each
+member has one return type on every backend (``current_device()`` is always an ``int``,
+``device()`` always a ``torch.device``, ``stream()`` always a context manager).
+
+Abstract are only the members each backend must answer for itself (device counting and
+selection, synchronisation, RNG, memory figures, dtype support). Everything else has a
+sound default here, so that a member added in a later :data:`~accelhal.CONTRACT_VERSION`
+never breaks an existing plugin. Unsupported features follow DeepSpeed's conventions
+where DeepSpeed's own code relies on them (``create_graph()`` returns ``None``,
+``capture_to_graph()`` is a no-op context, ``Stream``/``Event`` are ``None``) and raise
+:class:`~accelhal.UnsupportedFeatureError` elsewhere.
+
+A backend subclass declares its identity as class attributes::
+
+    class MyAccelerator(Accelerator):
+        _name = "mydev"                 # the backend name (ACCELHAL_ACCELERATOR=mydev)
+        device_type = "mydev"           # torch.device type of its tensors
+        _communication_backend_name = "gloo"
+        _visible_devices_envs = ("MYDEV_VISIBLE_DEVICES",)
+        capabilities = frozenset({Capability.EVENTS})
+        ...
+
+Fork safety: constructing an accelerator and calling the identity members (``name``,
+``device_name(i)``, ``communication_backend_name()``, ``visible_devices_envs()``) never
+initialises the device runtime; members that touch devices may, exactly as the
+corresponding ``torch.<device>`` call does.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import functools
+import inspect
+import os
+import types
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import torch
+
+from accelhal.errors import ConfigurationError, ContractError
+from accelhal.spec import CONTRACT_VERSION, SUPPORTED_CONTRACT_VERSIONS, Capability
+
+if TYPE_CHECKING:
+    from accelhal.report import AcceleratorInfo
+
+_T = TypeVar("_T")
+
+TensorFactory = Callable[..., torch.Tensor]
+"""What the ``*Tensor`` properties return: ``factory(data) -> tensor`` on the accelerator."""
+
+
+def _check_index(device_index: object) -> int:
+    """Return ``device_index`` as an int, or raise naming what was wrong."""
+    if isinstance(device_index, bool) or not isinstance(device_index, int):
+        if isinstance(device_index, torch.device) and device_index.index is not None:
+            return device_index.index
+        raise TypeError(f"device_index must be a non-negative int or None, got {device_index!r}")
+    if device_index < 0:
+        raise ValueError(f"device_index must be a non-negative int or None, got {device_index}")
+    return device_index
+
+
+class Accelerator(abc.ABC):
+    """The contract every accelhal backend implements (DeepSpeed's vocabulary, one type per member).
+
+    Obtain the active one with :func:`accelhal.get_accelerator`::
+
+        >>> import accelhal
+        >>> acc = accelhal.get_accelerator()
+        >>> x = torch.ones(4, device=acc.current_device_name())
+        >>> acc.on_accelerator(x)
+        True
+    """
+
+    # ------------------------------------------------------------------ identity
+    _name: ClassVar[str] = ""
+    """The backend's name, as DeepSpeed code reads it (``acc._name``)."""
+    device_type: ClassVar[str] = ""
+    """The ``torch.device`` type of this backend's tensors."""
+    contract_version: ClassVar[int] = CONTRACT_VERSION
+    """The contract version the class was written for."""
+    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    """The optional features this backend really has (see :class:`~accelhal.Capability`)."""
+    supports_nvtx_domain: ClassVar[bool] = False
+    """Whether ``range_push``/``range_pop`` honour ``domain`` (DeepSpeed reads it with ``getattr``)."""
+
+    _communication_backend_name: ClassVar[str] = "gloo"
+    _visible_devices_envs: ClassVar[tuple[str, ...]] = ()
+    _export_envs: ClassVar[tuple[str, ...]] = ()
+    _default_compile_backend: ClassVar[str] = "inductor"
+
+    _is_synchronized_device: ClassVar[bool] = False
+    _uses_host_timers: ClassVar[bool] = False
+    _resolves_data_dependency: ClassVar[bool] = False
+    _handles_memory_backpressure: ClassVar[bool] = False
+
+    _torch_pins_host_memory: ClassVar[bool] = True
+    """Whether ``_torch_pin_memory`` really page-locks (False on cpu, where it is a no-op)."""
+
+    def __init__(self) -> None:
+        """Create the accelerator. Must not initialise the device runtime."""
+        self._compile_backend: str = self._default_compile_backend
+
+    @property
+    def name(self) -> str:
+        """The backend's name (``"cuda"``, ``"cpu"``, ...); the same as ``_name``."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self._name!r} device_type={self.device_type!r}>"
+
+    def info(self) -> AcceleratorInfo:
+        """A JSON-serialisable description: devices, memory, dtypes, capabilities, versions.
+
+        May initialise the device runtime (it asks each device for its properties).
+        """
+        from accelhal.report import describe_accelerator
+
+        return describe_accelerator(self)
+
+    def vendor_versions(self) -> dict[str, str]:
+        """Versions of the vendor runtime and libraries behind this backend (for reports)."""
+        return {}
+
+    def device_description(self, device_index: int) -> str:
+        """A human-readable name of device ``device_index`` (e.g. ``"NVIDIA H100 80GB HBM3"``)."""
+        return self.device_name(device_index)
+
+    def device_capability(self, device_index: int) -> str | None:
+        """The device's compute capability or architecture string, where the runtime has one."""
+        return None
+
+    # ------------------------------------------------------------------ execution model
+    def is_synchronized_device(self) -> bool:
+        """True when the device runs synchronously with the host (DeepSpeed then skips side streams)."""
+        return self._is_synchronized_device
+
+    def use_host_timers(self) -> bool:
+        """True when timing should use host clocks instead of device events."""
+        return self._uses_host_timers
+
+    def resolves_data_dependency(self) -> bool:
+        """True when the device orders work across streams by itself."""
+        return self._resolves_data_dependency
+
+    def handles_memory_backpressure(self) -> bool:
+        """True when the device blocks enqueueing while memory is full."""
+        return self._handles_memory_backpressure
+
+    # ------------------------------------------------------------------ devices
+    def device_name(self, device_index: int | None = None) -> str:
+        """The device string: ``"cuda"`` for ``None``, ``"cuda:1"`` for ``1``.
+
+        >>> acc.device_name(), acc.device_name(0)   # on a cuda machine
+        ('cuda', 'cuda:0')
+        """
+        if device_index is None:
+            return self.device_type
+        return f"{self.device_type}:{_check_index(device_index)}"
+
+    def device(self, device_index: int | None = None) -> torch.device:
+        """The ``torch.device`` of ``device_index`` (the current device when ``None``).
+
+        Always a ``torch.device``, never a vendor context-manager class (DeepSpeed's mlu
+        and sdaa backends got this wrong).
+        """
+        index = self.current_device() if device_index is None else _check_index(device_index)
+        return torch.device(self.device_type, index)
+
+    @abc.abstractmethod
+    def set_device(self, device_index: int) -> None:
+        """Make ``device_index`` the current device of this process."""
+
+    @abc.abstractmethod
+    def current_device(self) -> int:
+        """The index of the current device, always an ``int``."""
+
+    def current_device_name(self) -> str:
+        """``"<device_type>:<current index>"``, the form to pass as ``device=``."""
+        return f"{self.device_type}:{self.current_device()}"
+
+    @abc.abstractmethod
+    def device_count(self) -> int:
+        """The number of devices this process can see."""
+
+    @abc.abstractmethod
+    def synchronize(self, device_index: int | None = None) -> None:
+        """Wait until all work queued on the device has finished."""
+
+    @abc.abstractmethod
+    def is_available(self) -> bool:
+        """True when the runtime is present and at least one device is usable."""
+
+    # ------------------------------------------------------------------ RNG
+    def random(self) -> types.ModuleType:
+        """The module exposing the RNG API (``torch.random``)."""
+        return torch.random
+
+    @abc.abstractmethod
+    def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
+        """Restore the generator state of ``device_index`` (current device when ``None``)."""
+
+    @abc.abstractmethod
+    def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
+        """The generator state of ``device_index`` as a ``torch.uint8`` tensor."""
+
+    @abc.abstractmethod
+    def manual_seed(self, seed: int) -> None:
+        """Seed the generator of the current device."""
+
+    @abc.abstractmethod
+    def manual_seed_all(self, seed: int) -> None:
+        """Seed the generators of every device."""
+
+    @abc.abstractmethod
+    def initial_seed(self) -> int:
+        """The initial seed of the current device's generator."""
+
+    @abc.abstractmethod
+    def default_generator(self, device_index: int) -> torch.Generator:
+        """The default ``torch.Generator`` of ``device_index``."""
+
+    # ------------------------------------------------------------------ streams and events
+    @property
+    def Stream(self) -> type[Any] | None:  # noqa: N802 - DeepSpeed's name
+        """The stream class, or ``None`` when the runtime has no user streams."""
+        return None
+
+    def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
+        """A context manager that makes ``stream`` current; a no-op context without streams."""
+        return contextlib.nullcontext(stream)
+
+    def current_stream(self, device_index: int | None = None) -> Any:
+        """The current stream of ``device_index``, or ``None`` without streams."""
+        return None
+
+    def default_stream(self, device_index: int | None = None) -> Any:
+        """The default stream of ``device_index``, or ``None`` without streams."""
+        return None
+
+    @property
+    def Event(self) -> type[Any] | None:  # noqa: N802 - DeepSpeed's name
+        """The event class (accepting ``enable_timing=True``), or ``None`` without events."""
+        return None
+
+    # ------------------------------------------------------------------ memory
+    def empty_cache(self) -> None:
+        """Release cached allocator blocks back to the device (no-op without a cache)."""
+
+    @abc.abstractmethod
+    def memory_allocated(self, device_index: int | None = None) -> int:
+        """Bytes currently held by tensors."""
+
+    @abc.abstractmethod
+    def max_memory_allocated(self, device_index: int | None = None) -> int:
+        """Peak of :meth:`memory_allocated` since the last reset."""
+
+    def reset_max_memory_allocated(self, device_index: int | None = None) -> None:
+        """Reset the peak of :meth:`memory_allocated` (and every other peak, as torch does)."""
+        self.reset_peak_memory_stats(device_index)
+
+    def memory_cached(self, device_index: int | None = None) -> int:
+        """Legacy name of :meth:`memory_reserved`."""
+        return self.memory_reserved(device_index)
+
+    def max_memory_cached(self, device_index: int | None = None) -> int:
+        """Legacy name of :meth:`max_memory_reserved`."""
+        return self.max_memory_reserved(device_index)
+
+    def reset_max_memory_cached(self, device_index: int | None = None) -> None:
+        """Legacy name: reset the reserved-memory peak."""
+        self.reset_peak_memory_stats(device_index)
+
+    @abc.abstractmethod
+    def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
+        """Allocator statistics, keyed in torch.cuda's style (``"allocated_bytes.all.current"``, ...)."""
+
+    @abc.abstractmethod
+    def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
+        """Reset every peak figure."""
+
+    @abc.abstractmethod
+    def memory_reserved(self, device_index: int | None = None) -> int:
+        """Bytes reserved by the allocator."""
+
+    @abc.abstractmethod
+    def max_memory_reserved(self, device_index: int | None = None) -> int:
+        """Peak of :meth:`memory_reserved` since the last reset."""
+
+    @abc.abstractmethod
+    def total_memory(self, device_index: int | None = None) -> int:
+        """The device's capacity in bytes."""
+
+    @abc.abstractmethod
+    def available_memory(self, device_index: int | None = None) -> int:
+        """Free bytes on the device, from the driver where it can say."""
+
+    # ------------------------------------------------------------------ dtypes
+    @abc.abstractmethod
+    def is_bf16_supported(self) -> bool:
+        """True when bfloat16 tensors are usable for training on this device."""
+
+    @abc.abstractmethod
+    def is_fp16_supported(self) -> bool:
+        """True when float16 tensors are usable for training on this device."""
+
+    def is_fp64_supported(self) -> bool:
+        """True when float64 tensors are usable on this device."""
+        return True
+
+    def supported_dtypes(self) -> list[torch.dtype]:
+        """The floating dtypes usable for training, ``torch.float32`` first."""
+        dtypes = [torch.float32]
+        if self.is_fp16_supported():
+            dtypes.append(torch.float16)
+        if self.is_bf16_supported():
+            dtypes.append(torch.bfloat16)
+        return dtypes
+
+    # ------------------------------------------------------------------ misc
+    def range_push(self, msg: str, domain: str | None = None, category: str | None = None) -> None:
+        """Open a profiler range named ``msg`` (no-op where the backend has no profiler ranges)."""
+
+    def range_pop(self, domain: str | None = None) -> None:
+        """Close the innermost profiler range."""
+
+    def lazy_call(self, callback: Callable[[], _T]) -> _T | None:
+        """Run ``callback`` once the device runtime is initialised.
+
+        Here: immediately, returning its result. Backends with lazy initialisation queue it
+        instead (and return ``None``); a callback is never dropped.
+        """
+        return callback()
+
+    def communication_backend_name(self) -> str:
+        """The ``torch.distributed`` backend for this device (``"nccl"``, ``"hccl"``, ``"gloo"``)."""
+        return self._communication_backend_name
+
+    def is_triton_supported(self) -> bool:
+        """True when Triton kernels can run on the current device."""
+        return False
+
+    def prefer_triton_grouped_mm(self) -> bool:
+        """True when a Triton grouped GEMM beats ``torch._grouped_mm`` here (MoE)."""
+        return False
+
+    # ------------------------------------------------------------------ graphs
+    def is_current_stream_capturing(self) -> bool:
+        """True while a graph capture is in progress on the current stream."""
+        return False
+
+    def create_graph(self) -> Any:
+        """A new, empty graph object, or ``None`` where graphs are unsupported."""
+        return None
+
+    def capture_to_graph(
+        self, graph: Any, pool: Any = None, stream: Any = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """A context manager that records the work in its body into ``graph``.
+
+        A no-op context where graphs are unsupported (the body then runs eagerly).
+        """
+        return contextlib.nullcontext()
+
+    def replay_graph(self, graph: Any) -> None:
+        """Replay a captured graph (no-op where graphs are unsupported)."""
+
+    # ------------------------------------------------------------------ tensor factories
+    def _tensor_factory(self, dtype: torch.dtype) -> TensorFactory:
+        return functools.partial(torch.tensor, dtype=dtype, device=self.device_type)
+
+    @property
+    def BFloat16Tensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> a bfloat16 tensor on this device."""
+        return self._tensor_factory(torch.bfloat16)
+
+    @property
+    def ByteTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> a uint8 tensor on this device."""
+        return self._tensor_factory(torch.uint8)
+
+    @property
+    def DoubleTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> a float64 tensor on this device."""
+        return self._tensor_factory(torch.float64)
+
+    @property
+    def FloatTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> a float32 tensor on this device.
+
+        >>> acc.FloatTensor([1, 2]).dtype
+        torch.float32
+        """
+        return self._tensor_factory(torch.float32)
+
+    @property
+    def HalfTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> a float16 tensor on this device."""
+        return self._tensor_factory(torch.float16)
+
+    @property
+    def IntTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> an int32 tensor on this device."""
+        return self._tensor_factory(torch.int32)
+
+    @property
+    def LongTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+        """``factory(data)`` -> an int64 tensor on this device."""
+        return self._tensor_factory(torch.int64)
+
+    # ------------------------------------------------------------------ host memory pinning
+    def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Page-lock ``tensor`` for this device (backends override the torch call)."""
+        return tensor.pin_memory()
+
+    def _torch_empty_pinned(self, tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+        """A fresh page-locked buffer of ``shape`` with ``tensor``'s dtype."""
+        return tensor.new_empty(tuple(shape), pin_memory=True)
+
+    def _torch_is_pinned(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` lives in page-locked host memory."""
+        return bool(tensor.is_pinned())
+
+    def register_host_memory(self, address: int, num_bytes: int) -> bool:
+        """Register already page-locked host memory with the runtime; False when unsupported."""
+        return False
+
+    def unregister_host_memory(self, address: int) -> None:
+        """Undo :meth:`register_host_memory`."""
+
+    def pin_memory_alignment(self) -> int:
+        """Byte alignment required for :meth:`register_host_memory`; 1 means none."""
+        return 1
+
+    @staticmethod
+    def _shape_numel(shape: Sequence[int]) -> int:
+        numel = 1
+        for dim in shape:
+            numel *= int(dim)
+        return numel
+
+    @staticmethod
+    def _require_host_device(device: str | torch.device) -> None:
+        try:
+            dev = torch.device(device)
+        except RuntimeError as err:
+            raise ValueError(f"pin_empty allocates host memory; device must be 'cpu', got {device!r}") from err
+        if dev.type != "cpu":
+            raise ValueError(f"pin_empty allocates host memory; device must be 'cpu', got {device!r}")
+
+    def _pin_fresh(self, template: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+        return self._torch_empty_pinned(template, shape)
+
+    def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
+        """A page-locked copy of host ``tensor``.
+
+        With ``make_copy=False`` the tensor is only a shape/dtype template and a fresh,
+        uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
+        Where the backend cannot page-lock (cpu), ``make_copy=True`` returns ``tensor`` itself.
+        """
+        if make_copy:
+            return self._torch_pin_memory(tensor)
+        shape = tuple(tensor.shape) if match_shape else (tensor.numel(),)
+        return self._pin_fresh(tensor, shape)
+
+    def pin_empty(
+        self, *size: int | Sequence[int], dtype: torch.dtype, device: str | torch.device = "cpu"
+    ) -> torch.Tensor:
+        """An uninitialised pinned host buffer: ``pin_empty(2, 3, dtype=torch.float32)``."""
+        self._require_host_device(device)
+        first = size[0] if len(size) == 1 else None
+        shape = tuple(first) if isinstance(first, (tuple, list, torch.Size)) else tuple(size)
+        template = torch.empty(0, dtype=dtype, device=device)
+        return self._pin_fresh(template, shape)  # type: ignore[arg-type]
+
+    def pin_empty_like(
+        self, tensor: torch.Tensor, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+    ) -> torch.Tensor:
+        """An uninitialised pinned host buffer shaped like ``tensor``."""
+        self._require_host_device(device)
+        template = tensor.new_empty((0,), dtype=tensor.dtype if dtype is None else dtype, device=device)
+        return self._pin_fresh(template, tuple(tensor.shape))
+
+    def is_pinned(self, tensor: torch.Tensor) -> bool:
+        """Whether ``tensor`` is page-locked; False for storage-less (meta, fake) tensors."""
+        if tensor.device.type == "meta":
+            return False
+        try:
+            return self._torch_is_pinned(tensor)
+        except (RuntimeError, NotImplementedError):
+            return False
+
+    def unpin_memory(self, tensor: torch.Tensor) -> None:
+        """Release pinning; with torch's pinning this returns ``None`` (memory is freed with the tensor)."""
+        return None
+
+    def on_accelerator(self, tensor: torch.Tensor) -> bool:
+        """True when ``tensor`` lives on this backend's device type."""
+        return bool(tensor.device.type == self.device_type)
+
+    # ------------------------------------------------------------------ op builders
+    def op_builder_dir(self) -> str:
+        """The dotted package that holds this backend's op builders."""
+        from accelhal.ops import op_builder_dir
+
+        return op_builder_dir(self._name)
+
+    def create_op_builder(self, class_name: str) -> Any:
+        """An instance of the op builder ``class_name`` for this backend.
+
+        An unknown name gives an instance of :class:`accelhal.ops.NotImplementedBuilder`
+        whose use raises an error naming the op and the backend.
+        """
+        return self.get_op_builder(class_name)()
+
+    def get_op_builder(self, class_name: str) -> type[Any]:
+        """The op builder class ``class_name`` for this backend (``NotImplementedBuilder`` when unknown)."""
+        from accelhal.ops import get_op_builder
+
+        return get_op_builder(self._name, class_name)
+
+    def build_extension(self) -> type[Any]:
+        """The setuptools ``build_ext`` class for ahead-of-time builds."""
+        from torch.utils.cpp_extension import BuildExtension
+
+        return BuildExtension
+
+    # ------------------------------------------------------------------ launcher environment
+    def export_envs(self) -> list[str]:
+        """Prefixes of the variables a multi-node launcher forwards to remote ranks."""
+        return list(self._export_envs)
+
+    def visible_devices_envs(self) -> list[str]:
+        """Names of the variables that restrict which devices a process sees (may be empty)."""
+        return list(self._visible_devices_envs)
+
+    def set_visible_devices_envs(
+        self, current_env: MutableMapping[str, str], local_accelerator_ids: Sequence[int | str]
+    ) -> None:
+        """Write ``local_accelerator_ids`` comma-joined into each visible-devices variable of ``current_env``.
+
+        >>> env = {}; acc.set_visible_devices_envs(env, [0, 1]); env   # on cuda
+        {'CUDA_VISIBLE_DEVICES': '0,1'}
+        """
+        ids = [str(i).strip() for i in local_accelerator_ids]
+        bad = [i for i in ids if not i or "," in i]
+        if isinstance(local_accelerator_ids, (str, bytes)) or bad:
+            raise ValueError(
+                f"local_accelerator_ids must be a sequence of device ids (ints, or strings such as UUIDs "
+                f"without commas), got {local_accelerator_ids!r}"
+            )
+        value = ",".join(ids)
+        for var in self._visible_devices_envs:
+            current_env[var] = value
+
+    # ------------------------------------------------------------------ torch.compile
+    def get_compile_backend(self) -> str:
+        """The ``torch.compile`` backend to use on this device (``"inductor"`` by default)."""
+        return self._compile_backend
+
+    def set_compile_backend(self, backend: str) -> None:
+        """Choose the ``torch.compile`` backend; a name torch does not know raises ``ValueError``."""
+        import torch._dynamo
+
+        supported = torch._dynamo.list_backends(exclude_tags=())
+        if backend not in supported:
+            raise ValueError(
+                f"{backend!r} is not a torch.compile backend known to this torch "
+                f"(on {self.device_name()}); supported backends are {supported}"
+            )
+        self._compile_backend = backend
+
+
+def local_rank_from_env(environ: MutableMapping[str, str] | None = None) -> int | None:
+    """The launcher's ``LOCAL_RANK`` as an int, ``None`` when unset; a bad value raises.
+
+    >>> local_rank_from_env({"LOCAL_RANK": "3"})
+    3
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get("LOCAL_RANK")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ConfigurationError(
+            f"LOCAL_RANK must be a non-negative integer as set by a launcher, got {raw!r}",
+            variable="LOCAL_RANK",
+            value=raw,
+        )
+    return value
+
+
+def abstract_members(cls: type) -> list[str]:
+    """The abstract members ``cls`` still lacks (empty for an instantiable accelerator)."""
+    return sorted(getattr(cls, "__abstractmethods__", ()))
+
+
+def contract_problems(cls: type) -> list[str]:
+    """Every way ``cls`` fails to be a usable accelerator class; empty when it is one.
+
+    Checks: subclass of :class:`Accelerator`; no abstract member left; ``_name`` and
+    ``device_type`` set; a supported ``contract_version``; contract members not
+    replaced by non-callables; public methods keep the contract's argument names.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, Accelerator)):
+        return [f"{cls!r} is not a subclass of accelhal.Accelerator"]
+    problems = []
+    missing = abstract_members(cls)
+    if missing:
+        problems.append("missing abstract members: " + ", ".join(missing))
+    for attr in ("_name", "device_type"):
+        value = getattr(cls, attr, "")
+        if not isinstance(value, str) or not value:
+            problems.append(f"class attribute {attr} must be a non-empty string, got {value!r}")
+    if cls.contract_version not in SUPPORTED_CONTRACT_VERSIONS:
+        problems.append(
+            f"declares contract version {cls.contract_version!r}; this accelhal supports "
+            f"{list(SUPPORTED_CONTRACT_VERSIONS)}"
+        )
+    problems.extend(_signature_problems(cls))
+    return problems
+
+
+def contract_members() -> dict[str, object]:
+    """The public members of the contract (DeepSpeed's names plus accelhal's), by name."""
+    members: dict[str, object] = {}
+    for klass in reversed(Accelerator.__mro__):
+        for name, value in vars(klass).items():
+            if not name.startswith("__"):
+                members[name] = value
+    return members
+
+
+def _signature_problems(cls: type[Accelerator]) -> Iterator[str]:
+    for name, base_member in vars(Accelerator).items():
+        if name.startswith("__") or not inspect.isfunction(base_member):
+            continue
+        own = inspect.getattr_static(cls, name)
+        if isinstance(own, (staticmethod, classmethod)):
+            own = own.__func__
+        if not callable(own):
+            yield f"{name} must be a method, got {own!r}"
+            continue
+        if own is base_member or not inspect.isfunction(own):
+            continue
+        expected = list(inspect.signature(base_member).parameters)
+        actual = list(inspect.signature(own).parameters)
+        if actual[: len(expected)] != expected and not _accepts_anything(own):
+            yield f"{name}{inspect.signature(own)} does not keep the contract's arguments {tuple(expected)}"
+
+
+def _accepts_anything(func: Callable[..., Any]) -> bool:
+    kinds = {p.kind for p in inspect.signature(func).parameters.values()}
+    return {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD} <= kinds
+
+
+def validate_accelerator_class(cls: type) -> type[Accelerator]:
+    """Return ``cls`` if it honours the contract, else raise :class:`ContractError` listing why."""
+    problems = contract_problems(cls)
+    if problems:
+        raise ContractError(f"{getattr(cls, '__qualname__', cls)!r}: " + "; ".join(problems))
+    return cls  # type: ignore[return-value]

@@ -1,0 +1,112 @@
+"""The exception hierarchy.
+
+Every error accelhal raises on purpose derives from :class:`AccelhalError`, and each
+also derives from the built-in exception a caller would naturally catch
+(``ValueError`` for bad configuration, ``NotImplementedError`` for a missing feature,
+``RuntimeError`` for an unavailable device), so code written against DeepSpeed's
+exceptions keeps working.
+
+Example::
+
+    >>> import accelhal
+    >>> try:
+    ...     accelhal.set_accelerator("tpu")
+    ... except accelhal.UnknownBackendError as err:
+    ...     print(err.name)
+    tpu
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class AccelhalError(Exception):
+    """Base class of every error raised by accelhal on purpose."""
+
+
+class ConfigurationError(AccelhalError, ValueError):
+    """An ``ACCELHAL_*`` (or ``DS_ACCELERATOR``/launcher) setting has an invalid value.
+
+    ``variable`` names the setting, ``value`` is what was found, and the message says
+    what would be accepted instead.
+    """
+
+    def __init__(self, message: str, *, variable: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+        self.value = value
+
+
+class UnknownBackendError(ConfigurationError):
+    """A backend name that no installed plugin registers.
+
+    ``known`` lists the registered names, so the message can say what would work.
+    """
+
+    def __init__(
+        self, name: str, known: Sequence[str], *, variable: str | None = None, hint: str = ""
+    ) -> None:
+        known_list = ", ".join(sorted(known)) or "(none)"
+        message = f"unknown accelerator {name!r}"
+        if variable:
+            message += f" (from {variable})"
+        message += f"; known accelerators: {known_list}"
+        if hint:
+            message += f". {hint}"
+        super().__init__(message, variable=variable, value=name)
+        self.name = name
+        self.known = tuple(sorted(known))
+
+
+class BackendUnavailableError(AccelhalError, RuntimeError):
+    """A backend that was asked for by name is registered but cannot be used here.
+
+    The message carries the probe's reason and hint; selection never falls back to
+    another backend when this is raised.
+    """
+
+    def __init__(self, name: str, reason: str, *, hint: str | None = None, requested_by: str = "") -> None:
+        message = f"accelerator {name!r}"
+        if requested_by:
+            message += f" (requested by {requested_by})"
+        message += f" is not available: {reason}"
+        if hint:
+            message += f" Hint: {hint}"
+        super().__init__(message)
+        self.name = name
+        self.reason = reason
+        self.hint = hint
+
+
+class PluginError(AccelhalError):
+    """A plugin failed to load, register or validate while ``ACCELHAL_STRICT`` is on.
+
+    Outside strict mode the same failures are recorded in the detection report and the
+    plugin is skipped.
+    """
+
+    def __init__(self, plugin: str, stage: str, detail: str) -> None:
+        super().__init__(f"plugin {plugin!r} failed at {stage}: {detail}")
+        self.plugin = plugin
+        self.stage = stage
+        self.detail = detail
+
+
+class ContractError(AccelhalError, TypeError):
+    """An object or class does not honour the :class:`accelhal.Accelerator` contract."""
+
+
+class UnsupportedFeatureError(AccelhalError, NotImplementedError):
+    """The active backend has no such feature (for example user streams on MPS).
+
+    ``backend`` and ``feature`` name what was asked for.
+    """
+
+    def __init__(self, backend: str, feature: str, detail: str = "") -> None:
+        message = f"the {backend!r} accelerator does not support {feature}"
+        if detail:
+            message += f": {detail}"
+        super().__init__(message)
+        self.backend = backend
+        self.feature = feature

@@ -1,0 +1,86 @@
+"""Plain records of what discovery and selection did.
+
+They are cheap to build on the selection path; :mod:`accelhal.report` turns them into
+the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from accelhal.spec import BackendSpec, Status
+
+
+@dataclass
+class PluginRecord:
+    """One entry point of the ``accelhal`` group and what became of it."""
+
+    name: str
+    """The entry-point name."""
+    value: str
+    """What the entry point names (``"module"`` or ``"module:attr"``)."""
+    distribution: str
+    distribution_version: str
+    builtin: bool
+    state: str = "loaded"
+    """``loaded``, ``blocked``, ``not-allowed``, ``autoload-disabled`` or ``failed``."""
+    detail: str = ""
+
+    @property
+    def source(self) -> str:
+        """``"built-in"`` or ``"<distribution> <version>"``."""
+        return "built-in" if self.builtin else f"{self.distribution} {self.distribution_version}"
+
+
+@dataclass
+class Failure:
+    """A plugin problem that was reported and skipped (or raised under strict mode)."""
+
+    plugin: str
+    stage: str
+    """``import``, ``register``, ``validate``, ``conflict``, ``probe`` or ``instantiate``."""
+    detail: str
+    backend: str | None = None
+
+
+@dataclass
+class Registration:
+    """A registered backend and the plugin that registered it."""
+
+    spec: BackendSpec
+    plugin: PluginRecord
+    replaced: list[str] = field(default_factory=list)
+    """Sources of the registrations this one replaced (``replaces=``)."""
+
+
+@dataclass
+class CandidateRecord:
+    """One backend as the selection saw it."""
+
+    name: str
+    device_type: str
+    priority: int
+    source: str
+    plugin: str
+    status: Status
+    reason: str
+    hint: str | None = None
+    probe_seconds: float | None = None
+    comm_backend: str = ""
+    visible_devices_envs: tuple[str, ...] = ()
+
+
+@dataclass
+class Decision:
+    """The outcome of one selection: who won, by which rule, and everything seen on the way."""
+
+    chosen: str | None
+    rule: str
+    """``set_accelerator``, ``ACCELHAL_ACCELERATOR``, ``DS_ACCELERATOR``, ``priority`` or ``fallback``."""
+    explanation: str
+    candidates: list[CandidateRecord]
+    plugins: list[PluginRecord]
+    failures: list[Failure]
+    environment: dict[str, str]
+    error: str | None = None
+    seconds: float = 0.0

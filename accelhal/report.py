@@ -1,0 +1,204 @@
+"""JSON-serialisable reports: :class:`DetectionReport` and :class:`AcceleratorInfo` (pydantic).
+
+Built on demand from the plain records of :mod:`accelhal.records`, so that selection
+itself never imports pydantic. ``accelhal schema`` prints their JSON Schema.
+
+Example::
+
+    >>> report = accelhal.detect()
+    >>> report.chosen, report.rule
+    ('cpu', 'fallback')
+    >>> print(report.model_dump_json(indent=2))      # what to paste into a bug report
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from accelhal._version import __version__
+from accelhal.spec import CONTRACT_VERSION, Status
+
+if TYPE_CHECKING:
+    from accelhal.contract import Accelerator
+    from accelhal.records import Decision
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CandidateReport(_Model):
+    """One backend as the selection saw it."""
+
+    name: str
+    device_type: str
+    priority: int
+    source: str = Field(description="'built-in' or '<distribution> <version>'")
+    plugin: str = Field(description="the entry-point name that registered it")
+    status: Status
+    reason: str
+    hint: str | None = None
+    probe_seconds: float | None = Field(None, description="wall time of the probe; null when not probed")
+    comm_backend: str
+    visible_devices_envs: list[str]
+
+
+class PluginReport(_Model):
+    """One entry point of the ``accelhal`` group."""
+
+    name: str
+    value: str
+    distribution: str
+    distribution_version: str
+    builtin: bool
+    state: str = Field(description="loaded, blocked, not-allowed, autoload-disabled or failed")
+    detail: str
+
+
+class FailureReport(_Model):
+    """A plugin problem that was reported and skipped."""
+
+    plugin: str
+    stage: str
+    detail: str
+    backend: str | None = None
+
+
+class DetectionReport(_Model):
+    """Why the active backend was chosen, and what every other candidate said."""
+
+    chosen: str | None = Field(description="the active backend, or null when selection failed")
+    rule: str = Field(description="set_accelerator, ACCELHAL_ACCELERATOR, DS_ACCELERATOR, priority, fallback or error")
+    explanation: str
+    error: str | None = None
+    candidates: list[CandidateReport]
+    plugins: list[PluginReport]
+    failures: list[FailureReport]
+    environment: dict[str, str]
+    seconds: float = Field(description="time the selection took")
+    accelhal_version: str = __version__
+    python_version: str = platform.python_version()
+
+    @classmethod
+    def from_decision(cls, decision: Decision) -> DetectionReport:
+        """Convert the selection's plain record."""
+        return cls(
+            chosen=decision.chosen,
+            rule=decision.rule,
+            explanation=decision.explanation,
+            error=decision.error,
+            candidates=[
+                CandidateReport(
+                    name=c.name,
+                    device_type=c.device_type,
+                    priority=c.priority,
+                    source=c.source,
+                    plugin=c.plugin,
+                    status=c.status,
+                    reason=c.reason,
+                    hint=c.hint,
+                    probe_seconds=c.probe_seconds,
+                    comm_backend=c.comm_backend,
+                    visible_devices_envs=list(c.visible_devices_envs),
+                )
+                for c in decision.candidates
+            ],
+            plugins=[
+                PluginReport(
+                    name=p.name,
+                    value=p.value,
+                    distribution=p.distribution,
+                    distribution_version=p.distribution_version,
+                    builtin=p.builtin,
+                    state=p.state,
+                    detail=p.detail,
+                )
+                for p in decision.plugins
+            ],
+            failures=[FailureReport(plugin=f.plugin, stage=f.stage, detail=f.detail, backend=f.backend) for f in decision.failures],
+            environment=dict(decision.environment),
+            seconds=decision.seconds,
+        )
+
+    def candidate(self, name: str) -> CandidateReport | None:
+        """The record of backend ``name``, if it was a candidate."""
+        return next((c for c in self.candidates if c.name == name), None)
+
+
+class DeviceInfo(_Model):
+    """One device of the active backend."""
+
+    index: int
+    name: str = Field(description="the device string, e.g. 'cuda:0'")
+    description: str = Field(description="the product name where the runtime has one")
+    total_memory: int = Field(description="bytes")
+    available_memory: int = Field(description="bytes")
+    capability: str | None = None
+
+
+class AcceleratorInfo(_Model):
+    """What :meth:`accelhal.Accelerator.info` says about an accelerator."""
+
+    name: str
+    device_type: str
+    accelerator_class: str
+    contract_version: int
+    available: bool
+    device_count: int
+    devices: list[DeviceInfo]
+    dtypes: list[str]
+    comm_backend: str
+    capabilities: list[str]
+    streams: bool
+    events: bool
+    graphs: bool
+    visible_devices_envs: list[str]
+    torch_version: str
+    accelhal_version: str = __version__
+    accelhal_contract_version: int = CONTRACT_VERSION
+    python_version: str = platform.python_version()
+    platform: str = sys.platform
+    vendor_versions: dict[str, str]
+
+
+def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
+    """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime."""
+    import torch
+
+    from accelhal.spec import Capability
+
+    available = bool(acc.is_available())
+    count = acc.device_count() if available else 0
+    devices = [
+        DeviceInfo(
+            index=i,
+            name=acc.device_name(i),
+            description=acc.device_description(i),
+            total_memory=int(acc.total_memory(i)),
+            available_memory=int(acc.available_memory(i)),
+            capability=acc.device_capability(i),
+        )
+        for i in range(count)
+    ]
+    return AcceleratorInfo(
+        name=acc.name,
+        device_type=acc.device_type,
+        accelerator_class=f"{type(acc).__module__}.{type(acc).__qualname__}",
+        contract_version=acc.contract_version,
+        available=available,
+        device_count=count,
+        devices=devices,
+        dtypes=[str(d).removeprefix("torch.") for d in acc.supported_dtypes()],
+        comm_backend=acc.communication_backend_name(),
+        capabilities=sorted(c.value for c in acc.capabilities),
+        streams=Capability.STREAMS in acc.capabilities,
+        events=Capability.EVENTS in acc.capabilities,
+        graphs=Capability.GRAPHS in acc.capabilities,
+        visible_devices_envs=acc.visible_devices_envs(),
+        torch_version=torch.__version__,
+        vendor_versions=acc.vendor_versions(),
+    )

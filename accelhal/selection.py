@@ -1,0 +1,368 @@
+"""Choosing the active backend: ``set_accelerator`` -> override variable -> priority cascade -> cpu.
+
+The chosen accelerator is cached process-wide. A cached :func:`get_accelerator` is one
+global read; the first call takes a lock, so threads racing it build one accelerator
+and run detection once. Every decision is kept as a
+:class:`~accelhal.records.Decision` that :func:`detect` returns as a
+:class:`~accelhal.report.DetectionReport`.
+
+Fork safety: probes never create a device context, so a process may select its
+backend, then fork, and the child can still use the device.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from accelhal import plugins
+from accelhal.errors import (
+    AccelhalError,
+    BackendUnavailableError,
+    ContractError,
+    PluginError,
+    UnknownBackendError,
+)
+from accelhal.records import CandidateRecord, Decision
+from accelhal.settings import RELEVANT_VARIABLES, Settings
+from accelhal.spec import Status, Verdict
+
+if TYPE_CHECKING:
+    from accelhal.contract import Accelerator
+    from accelhal.report import DetectionReport
+
+logger = logging.getLogger("accelhal")
+
+_active: Accelerator | None = None
+_decision: Decision | None = None
+_registry: plugins.Registry | None = None
+_lock = threading.RLock()
+_selecting = threading.local()
+
+
+def get_accelerator() -> Accelerator:
+    """The active accelerator, chosen on first use and cached for the process.
+
+    Raises :class:`~accelhal.ConfigurationError` (bad variable),
+    :class:`~accelhal.UnknownBackendError` (forced name nobody registers) or
+    :class:`~accelhal.BackendUnavailableError` (forced backend unusable here); it
+    never falls back silently. Thread-safe.
+
+    >>> import accelhal
+    >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators
+    'cpu'
+    """
+    accelerator = _active
+    if accelerator is None:
+        accelerator = _select()
+    return accelerator
+
+
+def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
+    """Make ``accelerator`` (an instance, or a backend name) the active one; returns it.
+
+    A name is resolved like ``ACCELHAL_ACCELERATOR``: it must be registered and
+    available. Replacing an accelerator that other code already captured is allowed
+    but logged at INFO.
+    """
+    global _active, _decision
+    with _lock:
+        started = time.perf_counter()
+        if isinstance(accelerator, str):
+            name = accelerator.strip().lower()
+            decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator")
+        else:
+            instance = _check_instance(accelerator)
+            decision = Decision(
+                chosen=instance.name,
+                rule="set_accelerator",
+                explanation=f"set_accelerator() was given an instance of {type(instance).__qualname__}",
+                candidates=[],
+                plugins=list(_registry.plugins) if _registry else [],
+                failures=list(_registry.failures) if _registry else [],
+                environment=_environment(_registry),
+            )
+        decision.seconds = time.perf_counter() - started
+        if _active is not None and _active is not instance:
+            logger.info("accelhal: replacing active accelerator %r with %r", _active.name, instance.name)
+        _active, _decision = instance, decision
+        return instance
+
+
+def reset_accelerator() -> None:
+    """Forget the cached accelerator, decision and plugin registry (for tests and notebooks).
+
+    The next :func:`get_accelerator` re-reads the environment and re-discovers plugins.
+    Objects that captured the old accelerator keep it.
+    """
+    global _active, _decision, _registry
+    with _lock:
+        _active = _decision = _registry = None
+
+
+def detect() -> DetectionReport:
+    """The detection report of the active accelerator, running selection if needed.
+
+    Unlike :func:`get_accelerator` it does not raise when selection fails: the report's
+    ``error`` says why, and ``chosen`` is ``None``.
+    """
+    from accelhal.report import DetectionReport
+
+    with _lock:
+        if _decision is None or (_active is None and _decision.error is None):
+            try:
+                _select()
+            except AccelhalError:
+                pass
+        assert _decision is not None
+        return DetectionReport.from_decision(_decision)
+
+
+def registry() -> plugins.Registry:
+    """The plugin registry of this process (discovered on first use)."""
+    with _lock:
+        return _get_registry(Settings.from_environ())
+
+
+# ---------------------------------------------------------------------------- internals
+def _get_registry(settings: Settings) -> plugins.Registry:
+    global _registry
+    if _registry is None:
+        _registry = plugins.discover(settings)
+    return _registry
+
+
+def _settings_for_forcing(name: str) -> Settings:
+    from accelhal.settings import parse_backend_name
+
+    parse_backend_name("set_accelerator()", name)
+    return Settings.from_environ()
+
+
+def _select() -> Accelerator:
+    global _active, _decision
+    if getattr(_selecting, "active", False):
+        raise AccelhalError(
+            "get_accelerator() was called while the accelerator is being selected (from a probe or "
+            "an accelerator constructor); probes and constructors must not call it"
+        )
+    with _lock:
+        if _active is not None:
+            return _active
+        _selecting.active = True
+        started = time.perf_counter()
+        try:
+            settings = Settings.from_environ()
+            if settings.accelerator is not None:
+                assert settings.accelerator_variable is not None
+                decision, instance = _decide_forced(settings, settings.accelerator, settings.accelerator_variable)
+            else:
+                decision, instance = _decide_cascade(settings)
+        except AccelhalError as exc:
+            _decision = _failed_decision(exc)
+            raise
+        finally:
+            _selecting.active = False
+        decision.seconds = time.perf_counter() - started
+        _active, _decision = instance, decision
+        return instance
+
+
+def _failed_decision(exc: AccelhalError) -> Decision:
+    reg = _registry
+    return Decision(
+        chosen=None,
+        rule="error",
+        explanation=str(exc),
+        candidates=list(_pending_candidates),
+        plugins=list(reg.plugins) if reg else [],
+        failures=list(reg.failures) if reg else [],
+        environment=_environment(reg),
+        error=f"{type(exc).__name__}: {exc}",
+    )
+
+
+_pending_candidates: list[CandidateRecord] = []
+
+
+def _environment(reg: plugins.Registry | None) -> dict[str, str]:
+    names = set(RELEVANT_VARIABLES)
+    if reg is not None:
+        for registration in reg.backends.values():
+            names.update(registration.spec.visible_devices_envs)
+    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
+
+
+def _run_probe(registration: plugins.Registration) -> CandidateRecord:
+    """Probe one backend; never raises."""
+    spec = registration.spec
+    started = time.perf_counter()
+    verdict = _probe_verdict(spec.requires, spec.probe)
+    elapsed = time.perf_counter() - started
+    return CandidateRecord(
+        name=spec.name,
+        device_type=spec.device_type,
+        priority=spec.priority,
+        source=registration.plugin.source,
+        plugin=registration.plugin.name,
+        status=verdict.status,
+        reason=verdict.reason,
+        hint=verdict.hint,
+        probe_seconds=elapsed,
+        comm_backend=spec.comm_backend,
+        visible_devices_envs=spec.visible_devices_envs,
+    )
+
+
+def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> Verdict:
+    import importlib.util
+
+    for module in requires:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError) as exc:
+            return Verdict.broken(f"looking up module {module!r} failed: {plugins.describe_exception(exc)}")
+        if not found:
+            return Verdict.not_installed(f"module {module!r} is not installed")
+    try:
+        verdict = probe()
+    except Exception as exc:  # a probe may fail in any way; that is a verdict, not a crash
+        return Verdict(Status.PROBE_ERROR, f"the probe raised {plugins.describe_exception(exc)}")
+    if not isinstance(verdict, Verdict):
+        return Verdict(Status.PROBE_ERROR, f"the probe returned {verdict!r}, not a Verdict")
+    return verdict
+
+
+def _instantiate(registration: plugins.Registration) -> Accelerator:
+    """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
+    from accelhal.contract import contract_problems
+
+    spec = registration.spec
+    try:
+        cls = spec.load_class()
+    except Exception as exc:
+        raise PluginError(
+            registration.plugin.name, "import", f"{spec.accelerator_path}: {plugins.describe_exception(exc)}"
+        ) from exc
+    problems = contract_problems(cls)
+    if problems:
+        raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
+    try:
+        return cls()
+    except Exception as exc:
+        raise PluginError(
+            registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
+        ) from exc
+
+
+def _decide_forced(settings: Settings, name: str, requested_by: str) -> tuple[Decision, Accelerator]:
+    reg = _get_registry(settings)
+    _pending_candidates.clear()
+    registration = reg.backends.get(name)
+    if registration is None:
+        blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
+        hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
+        raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
+    record = _run_probe(registration)
+    _pending_candidates.append(record)
+    if record.status is not Status.AVAILABLE:
+        raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
+    try:
+        instance = _instantiate(registration)
+    except PluginError as exc:
+        record.status, record.reason = Status.INVALID, exc.detail
+        raise BackendUnavailableError(name, f"{exc.stage} failed: {exc.detail}", requested_by=requested_by) from exc
+    decision = Decision(
+        chosen=name,
+        rule=requested_by,
+        explanation=f"{name!r} was requested by {requested_by}; its probe says: {record.reason}",
+        candidates=[record, *_not_probed(reg, name, requested_by)],
+        plugins=list(reg.plugins),
+        failures=list(reg.failures),
+        environment=_environment(reg),
+    )
+    return decision, instance
+
+
+def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[CandidateRecord]:
+    return [
+        CandidateRecord(
+            name=r.spec.name,
+            device_type=r.spec.device_type,
+            priority=r.spec.priority,
+            source=r.plugin.source,
+            plugin=r.plugin.name,
+            status=Status.NOT_PROBED,
+            reason=f"not probed: {requested_by} chose {chosen!r}",
+            comm_backend=r.spec.comm_backend,
+            visible_devices_envs=r.spec.visible_devices_envs,
+        )
+        for r in reg.ordered()
+        if r.spec.name != chosen
+    ]
+
+
+def _decide_cascade(settings: Settings) -> tuple[Decision, Accelerator]:
+    reg = _get_registry(settings)
+    _pending_candidates.clear()
+    records = [_run_probe(registration) for registration in reg.ordered()]
+    _pending_candidates.extend(records)
+    chosen: Accelerator | None = None
+    chosen_record: CandidateRecord | None = None
+    for registration, record in zip(reg.ordered(), records):
+        if record.status is not Status.AVAILABLE:
+            if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
+                raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")
+            continue
+        if chosen is not None:
+            record.reason += f"; lower priority than {chosen.name!r}"
+            continue
+        try:
+            chosen = _instantiate(registration)
+            chosen_record = record
+        except PluginError as exc:
+            record.status, record.reason = Status.INVALID, f"{exc.stage} failed: {exc.detail}"
+            reg.fail(exc.plugin, exc.stage, exc.detail, record.name)
+    if chosen is None or chosen_record is None:
+        raise BackendUnavailableError("cpu", "no backend is available, not even the cpu fallback")
+    summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
+    if chosen.name == plugins.FALLBACK_BACKEND:
+        rule = "fallback"
+        explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"
+        logger.warning("accelhal: using the cpu backend because no accelerator qualified. Probed: %s", summary)
+    else:
+        rule = "priority"
+        explanation = (
+            f"{chosen.name!r} is the available backend with the highest priority "
+            f"({chosen_record.priority}); others: {summary}"
+        )
+        logger.info("accelhal: selected %r by priority", chosen.name)
+    decision = Decision(
+        chosen=chosen.name,
+        rule=rule,
+        explanation=explanation,
+        candidates=records,
+        plugins=list(reg.plugins),
+        failures=list(reg.failures),
+        environment=_environment(reg),
+    )
+    return decision, chosen
+
+
+def _check_instance(accelerator: object) -> Accelerator:
+    from accelhal.contract import Accelerator, contract_problems
+
+    if not isinstance(accelerator, Accelerator):
+        raise ContractError(
+            f"set_accelerator() takes an accelhal.Accelerator instance or a backend name, got "
+            f"{type(accelerator).__qualname__}; a DeepSpeed accelerator can be wrapped with "
+            "accelhal.compat.deepspeed"
+        )
+    problems = contract_problems(type(accelerator))
+    if problems:
+        raise ContractError(f"{type(accelerator).__qualname__}: " + "; ".join(problems))
+    return accelerator

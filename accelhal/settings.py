@@ -1,0 +1,180 @@
+"""Every environment variable accelhal reads, parsed and validated in one place.
+
+:data:`VARIABLES` is the single table of variables (the documentation's variable page
+is generated from it); :meth:`Settings.from_environ` parses them all and raises
+:class:`~accelhal.ConfigurationError` naming the variable, the value and what would be
+accepted. Parsing is plain Python, not pydantic, because it runs on the path of the
+first ``get_accelerator()`` call, whose cost must stay negligible next to ``import torch``.
+
+Example::
+
+    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": "  CUDA "}).accelerator
+    'cuda'
+    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": " "}).accelerator is None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from accelhal.errors import ConfigurationError
+from accelhal.spec import NAME_PATTERN
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its name, the kind of value, its default and its meaning."""
+
+    name: str
+    kind: str
+    default: str
+    help: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable(
+        "ACCELHAL_ACCELERATOR",
+        "backend name",
+        "unset",
+        "Force a backend by name (trimmed, case-insensitive; empty or blank means unset). An unknown "
+        "name is an error listing the known names; a known but unavailable one is an error with the "
+        "probe's reason. A forced backend never falls back to another.",
+    ),
+    Variable(
+        "DS_ACCELERATOR",
+        "backend name",
+        "unset",
+        "DeepSpeed's override, honoured when ACCELHAL_ACCELERATOR is unset or blank; 'xpu.external' "
+        "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR.",
+    ),
+    Variable(
+        "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
+        "boolean",
+        "0",
+        "1 loads only the backends built into accelhal; third-party plugins are not loaded.",
+    ),
+    Variable(
+        "ACCELHAL_PLUGINS",
+        "comma-separated names",
+        "unset (all)",
+        "Allow-list of third-party plugins, by entry-point or distribution name; built-ins always load.",
+    ),
+    Variable(
+        "ACCELHAL_BLOCK_PLUGINS",
+        "comma-separated names",
+        "unset (none)",
+        "Deny-list of plugins, by entry-point or distribution name; built-ins other than cpu may be "
+        "blocked too (cpu is the fallback and cannot be).",
+    ),
+    Variable(
+        "ACCELHAL_STRICT",
+        "boolean",
+        "0",
+        "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
+    ),
+)
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def parse_bool(variable: str, raw: str | None) -> bool:
+    """Parse a boolean variable: 1/true/yes/on or 0/false/no/off (any case); unset is False."""
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigurationError(
+        f"{variable}={raw!r} is not a boolean; use 1/true/yes/on or 0/false/no/off",
+        variable=variable,
+        value=raw,
+    )
+
+
+def parse_backend_name(variable: str, raw: str | None) -> str | None:
+    """Parse a backend name: trimmed, lower-cased; empty or blank is ``None``.
+
+    A value with stray characters (``"cuda;"``, ``"cu da"``, ``"cuda,cpu"``) raises,
+    naming the offending characters.
+    """
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if not value:
+        return None
+    if variable == "DS_ACCELERATOR" and value == "xpu.external":
+        value = "xpu"
+    if not NAME_PATTERN.fullmatch(value):
+        stray = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c == "_"))})
+        detail = f"contains {', '.join(repr(c) for c in stray)}" if stray else "is not a valid name"
+        raise ConfigurationError(
+            f"{variable}={raw!r} {detail}; a backend name is one word of lowercase letters, digits "
+            "and '_' (for example 'cuda' or 'cpu'); only one backend can be forced",
+            variable=variable,
+            value=raw,
+        )
+    return value
+
+
+def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
+    """Parse a comma-separated list of plugin names; unset or blank is ``None``."""
+    if raw is None or not raw.strip():
+        return None
+    names = [part.strip().lower() for part in raw.split(",")]
+    if any(not name for name in names):
+        raise ConfigurationError(
+            f"{variable}={raw!r} has an empty entry; give plugin names separated by single commas",
+            variable=variable,
+            value=raw,
+        )
+    return tuple(names)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The parsed values of :data:`VARIABLES`."""
+
+    accelerator: str | None = None
+    """The forced backend name, or ``None``."""
+    accelerator_variable: str | None = None
+    """Which variable forced it (``ACCELHAL_ACCELERATOR`` or ``DS_ACCELERATOR``)."""
+    disable_plugin_autoload: bool = False
+    plugins: tuple[str, ...] | None = None
+    block_plugins: tuple[str, ...] = ()
+    strict: bool = False
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read and validate every variable from ``environ`` (``os.environ`` by default)."""
+        env = os.environ if environ is None else environ
+        accelerator = parse_backend_name("ACCELHAL_ACCELERATOR", env.get("ACCELHAL_ACCELERATOR"))
+        variable: str | None = "ACCELHAL_ACCELERATOR"
+        if accelerator is None:
+            accelerator = parse_backend_name("DS_ACCELERATOR", env.get("DS_ACCELERATOR"))
+            variable = "DS_ACCELERATOR"
+        return cls(
+            accelerator=accelerator,
+            accelerator_variable=variable if accelerator else None,
+            disable_plugin_autoload=parse_bool(
+                "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD", env.get("ACCELHAL_DISABLE_PLUGIN_AUTOLOAD")
+            ),
+            plugins=parse_name_list("ACCELHAL_PLUGINS", env.get("ACCELHAL_PLUGINS")),
+            block_plugins=parse_name_list("ACCELHAL_BLOCK_PLUGINS", env.get("ACCELHAL_BLOCK_PLUGINS")) or (),
+            strict=parse_bool("ACCELHAL_STRICT", env.get("ACCELHAL_STRICT")),
+        )
+
+
+RELEVANT_VARIABLES: tuple[str, ...] = (
+    *(v.name for v in VARIABLES),
+    "LOCAL_RANK",
+    "LOCAL_SIZE",
+    "TORCH_DEVICE_BACKEND_AUTOLOAD",
+    "PYTORCH_NVML_BASED_CUDA_CHECK",
+)
+"""Variables copied into every detection report (plus each backend's visible-devices variables)."""

@@ -1,0 +1,226 @@
+"""The cpu accelerator: torch's CPU tensors, with memory figures from the process.
+
+Differences from DeepSpeed's ``CPU_Accelerator``, on purpose:
+
+* ``current_device()`` is always an ``int`` (DeepSpeed returns the raw ``LOCAL_RANK``
+  string); a malformed ``LOCAL_RANK`` raises :class:`~accelhal.ConfigurationError`.
+* ``device()`` is ``torch.device("cpu")``, not ``None``.
+* the figures are ``int`` bytes of the process's resident set; the peaks are the highest
+  value sampled by any memory call since the last reset (as in DeepSpeed).
+* ``visible_devices_envs()`` is empty: no variable restricts which CPU a process sees.
+
+As in DeepSpeed, a "device" is a local rank: ``device_count()`` is the launcher's
+``LOCAL_SIZE``/``LOCAL_WORLD_SIZE`` when set, else the number of NUMA nodes with CPUs,
+and every device name is plain ``"cpu"`` (torch has one CPU device type, no index).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+import psutil
+import torch
+
+from accelhal.contract import Accelerator, _check_index, local_rank_from_env
+from accelhal.errors import ConfigurationError
+
+_NODE_DIR = Path("/sys/devices/system/node")
+
+
+def _numa_nodes_with_cpus() -> int:
+    """NUMA nodes that own at least one CPU (1 where the kernel does not say)."""
+    try:
+        nodes = [p for p in _NODE_DIR.glob("node[0-9]*") if (p / "cpulist").read_text().strip()]
+    except OSError:
+        return 1
+    return max(1, len(nodes))
+
+
+def _local_size() -> int | None:
+    for variable in ("LOCAL_SIZE", "LOCAL_WORLD_SIZE"):
+        raw = os.environ.get(variable, "").strip()
+        if not raw:
+            continue
+        if not raw.isdigit() or int(raw) == 0:
+            raise ConfigurationError(
+                f"{variable} must be a positive integer as set by a launcher, got {raw!r}",
+                variable=variable,
+                value=raw,
+            )
+        return int(raw)
+    return None
+
+
+class CpuAccelerator(Accelerator):
+    """The host CPU behind the accelhal contract."""
+
+    _name = "cpu"
+    device_type = "cpu"
+    _communication_backend_name = "gloo"
+    _is_synchronized_device = True
+    _uses_host_timers = True
+    _resolves_data_dependency = True
+    _handles_memory_backpressure = True
+    _torch_pins_host_memory = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._process = psutil.Process()
+        self._device_index: int | None = None
+        self._peak_rss = self._rss()
+
+    # -------------------------------------------------------------- devices
+    def device_name(self, device_index: int | None = None) -> str:
+        """Always ``"cpu"``: torch's CPU device has no index (an index is still validated)."""
+        if device_index is not None:
+            _check_index(device_index)
+        return "cpu"
+
+    def device(self, device_index: int | None = None) -> torch.device:
+        """``torch.device("cpu")``."""
+        if device_index is not None:
+            _check_index(device_index)
+        return torch.device("cpu")
+
+    def current_device_name(self) -> str:
+        """``"cpu"``."""
+        return "cpu"
+
+    def set_device(self, device_index: int) -> None:
+        """Bind this process to local rank ``device_index`` (must be below :meth:`device_count`)."""
+        index = _check_index(device_index)
+        count = self.device_count()
+        if index >= count:
+            raise ValueError(f"cpu device index {index} is out of range: device_count() is {count}")
+        self._device_index = index
+
+    def current_device(self) -> int:
+        """The index given to :meth:`set_device`, else the launcher's ``LOCAL_RANK``, else 0."""
+        if self._device_index is not None:
+            return self._device_index
+        rank = local_rank_from_env()
+        return 0 if rank is None else rank
+
+    def device_count(self) -> int:
+        """``LOCAL_SIZE`` or ``LOCAL_WORLD_SIZE`` when a launcher set one, else NUMA nodes with CPUs."""
+        size = _local_size()
+        return _numa_nodes_with_cpus() if size is None else size
+
+    def synchronize(self, device_index: int | None = None) -> None:
+        """Nothing to wait for: CPU work is synchronous."""
+
+    def is_available(self) -> bool:
+        """Always True."""
+        return True
+
+    def device_description(self, device_index: int) -> str:
+        """The processor's name, as the platform reports it."""
+        return platform.processor() or platform.machine() or "cpu"
+
+    # -------------------------------------------------------------- RNG
+    def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
+        """Restore torch's CPU generator (one generator for every local rank)."""
+        if device_index is not None:
+            _check_index(device_index)
+        torch.set_rng_state(new_state)
+
+    def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
+        """The state of torch's CPU generator."""
+        if device_index is not None:
+            _check_index(device_index)
+        return torch.get_rng_state()
+
+    def manual_seed(self, seed: int) -> None:
+        """Seed torch's CPU generator."""
+        torch.manual_seed(seed)
+
+    def manual_seed_all(self, seed: int) -> None:
+        """Seed torch's CPU generator (the only one)."""
+        torch.manual_seed(seed)
+
+    def initial_seed(self) -> int:
+        """The initial seed of torch's CPU generator."""
+        return torch.initial_seed()
+
+    def default_generator(self, device_index: int) -> torch.Generator:
+        """``torch.default_generator``."""
+        _check_index(device_index)
+        return torch.default_generator
+
+    # -------------------------------------------------------------- memory (the process's resident set)
+    def _rss(self) -> int:
+        return int(self._process.memory_info().rss)
+
+    def _peak(self) -> int:
+        current = self._rss()
+        self._peak_rss = max(self._peak_rss, current)
+        return self._peak_rss
+
+    def memory_allocated(self, device_index: int | None = None) -> int:
+        """The process's resident set size in bytes."""
+        current = self._rss()
+        self._peak_rss = max(self._peak_rss, current)
+        return current
+
+    def max_memory_allocated(self, device_index: int | None = None) -> int:
+        """The highest resident set size seen since the last reset."""
+        return self._peak()
+
+    def memory_reserved(self, device_index: int | None = None) -> int:
+        """The process's resident set size (the CPU has no separate allocator reserve)."""
+        return self.memory_allocated(device_index)
+
+    def max_memory_reserved(self, device_index: int | None = None) -> int:
+        """The highest resident set size seen since the last reset."""
+        return self._peak()
+
+    def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
+        """Restart peak tracking from the current resident set size."""
+        self._peak_rss = self._rss()
+
+    def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
+        """Current and peak resident set size, in torch.cuda's key style."""
+        current = self.memory_allocated(device_index)
+        peak = self._peak_rss
+        return {
+            "allocated_bytes.all.current": current,
+            "allocated_bytes.all.peak": peak,
+            "reserved_bytes.all.current": current,
+            "reserved_bytes.all.peak": peak,
+        }
+
+    def total_memory(self, device_index: int | None = None) -> int:
+        """Physical memory of the host in bytes."""
+        return int(psutil.virtual_memory().total)
+
+    def available_memory(self, device_index: int | None = None) -> int:
+        """Memory available to new allocations on the host, in bytes."""
+        return int(psutil.virtual_memory().available)
+
+    # -------------------------------------------------------------- dtypes
+    def is_bf16_supported(self) -> bool:
+        """True: torch implements bfloat16 on every CPU."""
+        return True
+
+    def is_fp16_supported(self) -> bool:
+        """True when oneDNN has native float16 kernels on this CPU (as DeepSpeed decides)."""
+        try:
+            return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+        except (AttributeError, RuntimeError):
+            return False
+
+    # -------------------------------------------------------------- pinning: nothing to page-lock for
+    def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The tensor itself: there is no device to page-lock host memory for."""
+        return tensor
+
+    def _torch_empty_pinned(self, tensor: torch.Tensor, shape: Any) -> torch.Tensor:
+        """An ordinary host buffer."""
+        return tensor.new_empty(tuple(shape))
+
+    def _torch_is_pinned(self, tensor: torch.Tensor) -> bool:
+        """False: nothing is page-locked by the cpu backend."""
+        return False
