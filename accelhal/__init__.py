@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any
 from accelhal._version import __version__
 
 if TYPE_CHECKING:
+    from accelhal import distributed
     from accelhal.contract import Accelerator
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
         ConfigurationError,
         ContractError,
+        DistributedSetupError,
         PluginError,
         UnknownBackendError,
         UnsupportedFeatureError,
@@ -55,12 +57,18 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "accelhal.errors",
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
+    "DistributedSetupError": "accelhal.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+_SUBMODULES = ("distributed",)
+"""Subpackages reachable as attributes (``accelhal.distributed``), imported on first access."""
+
+__all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"accelhal.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'accelhal' has no attribute {name!r}")

@@ -110,3 +110,13 @@ class UnsupportedFeatureError(AccelhalError, NotImplementedError):
         super().__init__(message)
         self.backend = backend
         self.feature = feature
+
+
+class DistributedSetupError(ConfigurationError):
+    """The launcher's environment or the arguments for a process group do not add up.
+
+    Raised by :mod:`accelhal.distributed` before anything is set up: a rendezvous
+    variable missing, a rank beyond the world, a local rank beyond the visible devices,
+    a communication backend torch was not built with. ``variable`` names the variable or
+    argument at fault; the message says what would be right.
+    """
