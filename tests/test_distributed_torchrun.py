@@ -15,9 +15,7 @@ def test_two_process_gloo_job_through_torchrun(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MASTER_", "RANK", "WORLD_SIZE", "LOCAL_"))}
     env.update(ACCELHAL_ACCELERATOR="cpu", OMP_NUM_THREADS="1")
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
-    proc = subprocess.run(
-        [*command, str(WORKER), str(tmp_path)], env=env, capture_output=True, text=True, timeout=300
-    )
+    proc = subprocess.run([*command, str(WORKER), str(tmp_path)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
 
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]

@@ -15,16 +15,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from accelhal.distributed.checks import CheckResult, selfcheck
     from accelhal.distributed.launch_env import (
         LAUNCHERS,
-        Launcher,
         LaunchEnv,
+        Launcher,
         export_envs,
         read_launch_env,
         set_visible_devices_envs,
     )
     from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
-    from accelhal.distributed.selfcheck import CheckResult, selfcheck
 
 _EXPORTS: dict[str, str] = {
     "init_process_group": "accelhal.distributed.process_group",
@@ -36,11 +36,23 @@ _EXPORTS: dict[str, str] = {
     "LAUNCHERS": "accelhal.distributed.launch_env",
     "set_visible_devices_envs": "accelhal.distributed.launch_env",
     "export_envs": "accelhal.distributed.launch_env",
-    "selfcheck": "accelhal.distributed.selfcheck",
-    "CheckResult": "accelhal.distributed.selfcheck",
+    "selfcheck": "accelhal.distributed.checks",
+    "CheckResult": "accelhal.distributed.checks",
 }
 
-__all__ = list(_EXPORTS)
+__all__ = [
+    "init_process_group",
+    "destroy_process_group",
+    "ProcessGroupSetup",
+    "read_launch_env",
+    "LaunchEnv",
+    "Launcher",
+    "LAUNCHERS",
+    "set_visible_devices_envs",
+    "export_envs",
+    "selfcheck",
+    "CheckResult",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,18 +2,16 @@
 
 :func:`read_launch_env` reads the variables a launcher sets for each process it starts
 and returns one frozen :class:`LaunchEnv`, naming the launcher it came from. Launchers
-are tried in this order; the first whose rank or size variable is present wins:
+are tried in this order (rank, world size, local rank, local world size); the first whose
+rank or size variable is present wins:
 
-============  ====================  =========================  ==============================  ===============================
-source        rank                  world size                 local rank                      local world size
-============  ====================  =========================  ==============================  ===============================
-``torchrun``  ``RANK``              ``WORLD_SIZE``             ``LOCAL_RANK``                  ``LOCAL_WORLD_SIZE``
-``openmpi``   ``OMPI_COMM_WORLD_    ``OMPI_COMM_WORLD_SIZE``   ``OMPI_COMM_WORLD_LOCAL_RANK``  ``OMPI_COMM_WORLD_LOCAL_SIZE``
-              RANK``
-``pmi``       ``PMI_RANK``          ``PMI_SIZE``               ``MPI_LOCALRANKID`` or          ``MPI_LOCALNRANKS`` or
-                                                               ``PMI_LOCAL_RANK``              ``PMI_LOCAL_SIZE``
-``slurm``     ``SLURM_PROCID``      ``SLURM_NTASKS``           ``SLURM_LOCALID``               ``SLURM_NTASKS_PER_NODE``
-============  ====================  =========================  ==============================  ===============================
+* ``torchrun``: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``;
+* ``openmpi``: ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
+  ``OMPI_COMM_WORLD_LOCAL_SIZE``;
+* ``pmi`` (MPICH, Intel MPI, Cray): ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID`` or
+  ``PMI_LOCAL_RANK``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
+* ``slurm`` (``srun``): ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
+  ``SLURM_NTASKS_PER_NODE`` (its compressed form ``"4(x2),2"`` is read for ``SLURM_NODEID``).
 
 ``torchrun`` stands for every launcher that sets torch's own variables (torchrun,
 ``python -m torch.distributed.run``, DeepSpeed's launcher, Accelerate). Without any of
@@ -62,7 +60,13 @@ LAUNCHERS: tuple[Launcher, ...] = (
         ("OMPI_COMM_WORLD_LOCAL_RANK",),
         ("OMPI_COMM_WORLD_LOCAL_SIZE",),
     ),
-    Launcher("pmi", ("PMI_RANK",), ("PMI_SIZE",), ("MPI_LOCALRANKID", "PMI_LOCAL_RANK"), ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE")),
+    Launcher(
+        "pmi",
+        ("PMI_RANK",),
+        ("PMI_SIZE",),
+        ("MPI_LOCALRANKID", "PMI_LOCAL_RANK"),
+        ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
+    ),
     Launcher("slurm", ("SLURM_PROCID",), ("SLURM_NTASKS",), ("SLURM_LOCALID",), ("SLURM_NTASKS_PER_NODE",)),
 )
 """The launchers :func:`read_launch_env` knows, in the order it tries them."""
@@ -209,7 +213,9 @@ def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
     raw = env[name].strip()
     if not raw.isdigit() or int(raw) < minimum:
         kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
-        raise DistributedSetupError(f"{name} must be {kind} as set by a launcher, got {raw!r}", variable=name, value=raw)
+        raise DistributedSetupError(
+            f"{name} must be {kind} as set by a launcher, got {raw!r}", variable=name, value=raw
+        )
     return int(raw)
 
 

@@ -48,7 +48,6 @@ HOST_BACKENDS = frozenset({"gloo", "mpi"})
 """Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""
 
 
-
 @dataclass(frozen=True)
 class ProcessGroupSetup:
     """What :func:`init_process_group` set up (or found set up)."""
@@ -77,7 +76,7 @@ def init_process_group(
     timeout: timedelta | None = None,
     world_size: int | None = None,
     rank: int | None = None,
-    device_id: torch.device | int | None | Any = ...,
+    device_id: Any = ...,
     **kwargs: Any,
 ) -> ProcessGroupSetup:
     """Join this process to the default process group on the active accelerator.
@@ -180,7 +179,11 @@ def _reconcile(launch: LaunchEnv, world_size: int | None, rank: int | None) -> t
 def _check_rendezvous(launch: LaunchEnv, init_method: str | None) -> None:
     if init_method is not None and not init_method.startswith("env://"):
         return
-    missing = [name for name, value in (("MASTER_ADDR", launch.master_addr), ("MASTER_PORT", launch.master_port)) if value is None]
+    missing = [
+        name
+        for name, value in (("MASTER_ADDR", launch.master_addr), ("MASTER_PORT", launch.master_port))
+        if value is None
+    ]
     if missing:
         raise DistributedSetupError(
             f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set but the rendezvous is env:// "
@@ -194,8 +197,12 @@ def _check_rendezvous(launch: LaunchEnv, init_method: str | None) -> None:
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
     if dist.is_backend_available(name):
         return
-    available = [b for b in dist.Backend.backend_list if b not in ("undefined", "fake") and dist.is_backend_available(b)]
-    origin = "the backend argument" if requested else f"the {accelerator.name!r} accelerator's communication_backend_name()"
+    available = [
+        b for b in dist.Backend.backend_list if b not in ("undefined", "fake") and dist.is_backend_available(b)
+    ]
+    origin = (
+        "the backend argument" if requested else f"the {accelerator.name!r} accelerator's communication_backend_name()"
+    )
     raise DistributedSetupError(
         f"communication backend {name!r} (from {origin}) is not available in this torch {torch.__version__}: "
         f"torch.distributed.is_backend_available({name!r}) is False. Available here: {', '.join(available) or 'none'}. "

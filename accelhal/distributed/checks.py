@@ -88,10 +88,10 @@ def check_ddp(device: torch.device, steps: int = 2) -> CheckResult:
     for _ in range(steps):
         x, y = shards[rank]
         ddp_opt.zero_grad()
-        F.mse_loss(ddp(x), y).backward()
+        torch.autograd.backward(F.mse_loss(ddp(x), y))
         ddp_opt.step()
         ref_opt.zero_grad()
-        F.mse_loss(reference(full_x), full_y).backward()
+        torch.autograd.backward(F.mse_loss(reference(full_x), full_y))
         ref_opt.step()
     mine = torch.cat([p.detach().flatten() for p in model.parameters()])
     gathered = [torch.empty_like(mine) for _ in range(world)]
@@ -123,4 +123,6 @@ def _compare(name: str, actual: torch.Tensor, expected: torch.Tensor) -> CheckRe
     if torch.equal(actual, expected):
         return CheckResult(name, True, f"{actual.numel()} elements equal")
     wrong = int((actual != expected).sum())
-    return CheckResult(name, False, f"{wrong} of {actual.numel()} elements differ; first got {actual.flatten()[:4].tolist()}")
+    return CheckResult(
+        name, False, f"{wrong} of {actual.numel()} elements differ; first got {actual.flatten()[:4].tolist()}"
+    )
