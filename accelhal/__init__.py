@@ -39,7 +39,6 @@ _EXPORTS: dict[str, str] = {
     "reset_accelerator": "accelhal.selection",
     "detect": "accelhal.selection",
     "Accelerator": "accelhal.contract",
-    "DeviceModuleAccelerator": "accelhal.device_module",
     "BackendSpec": "accelhal.spec",
     "Verdict": "accelhal.spec",
     "Status": "accelhal.spec",
@@ -57,7 +56,29 @@ _EXPORTS: dict[str, str] = {
     "UnsupportedFeatureError": "accelhal.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "__version__",
+    "get_accelerator",
+    "set_accelerator",
+    "reset_accelerator",
+    "detect",
+    "Accelerator",
+    "BackendSpec",
+    "Verdict",
+    "Status",
+    "Capability",
+    "CONTRACT_VERSION",
+    "hookimpl",
+    "DetectionReport",
+    "AcceleratorInfo",
+    "AccelhalError",
+    "ConfigurationError",
+    "UnknownBackendError",
+    "BackendUnavailableError",
+    "PluginError",
+    "ContractError",
+    "UnsupportedFeatureError",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -44,9 +44,7 @@ class UnknownBackendError(ConfigurationError):
     ``known`` lists the registered names, so the message can say what would work.
     """
 
-    def __init__(
-        self, name: str, known: Sequence[str], *, variable: str | None = None, hint: str = ""
-    ) -> None:
+    def __init__(self, name: str, known: Sequence[str], *, variable: str | None = None, hint: str = "") -> None:
         known_list = ", ".join(sorted(known)) or "(none)"
         message = f"unknown accelerator {name!r}"
         if variable:

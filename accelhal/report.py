@@ -119,7 +119,10 @@ class DetectionReport(_Model):
                 )
                 for p in decision.plugins
             ],
-            failures=[FailureReport(plugin=f.plugin, stage=f.stage, detail=f.detail, backend=f.backend) for f in decision.failures],
+            failures=[
+                FailureReport(plugin=f.plugin, stage=f.stage, detail=f.detail, backend=f.backend)
+                for f in decision.failures
+            ],
             environment=dict(decision.environment),
             seconds=decision.seconds,
         )

@@ -12,6 +12,7 @@ backend, then fork, and the child can still use the device.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -27,7 +28,7 @@ from accelhal.errors import (
     PluginError,
     UnknownBackendError,
 )
-from accelhal.records import CandidateRecord, Decision
+from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
 from accelhal.spec import Status, Verdict
 
@@ -114,10 +115,8 @@ def detect() -> DetectionReport:
 
     with _lock:
         if _decision is None or (_active is None and _decision.error is None):
-            try:
+            with contextlib.suppress(AccelhalError):
                 _select()
-            except AccelhalError:
-                pass
         assert _decision is not None
         return DetectionReport.from_decision(_decision)
 
@@ -197,7 +196,7 @@ def _environment(reg: plugins.Registry | None) -> dict[str, str]:
     return {name: os.environ[name] for name in sorted(names) if name in os.environ}
 
 
-def _run_probe(registration: plugins.Registration) -> CandidateRecord:
+def _run_probe(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises."""
     spec = registration.spec
     started = time.perf_counter()
@@ -237,7 +236,7 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
     return verdict
 
 
-def _instantiate(registration: plugins.Registration) -> Accelerator:
+def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
     from accelhal.contract import contract_problems
 
@@ -252,11 +251,12 @@ def _instantiate(registration: plugins.Registration) -> Accelerator:
     if problems:
         raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
     try:
-        return cls()
+        instance: Accelerator = cls()
     except Exception as exc:
         raise PluginError(
             registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
         ) from exc
+    return instance
 
 
 def _decide_forced(settings: Settings, name: str, requested_by: str) -> tuple[Decision, Accelerator]:
@@ -313,7 +313,7 @@ def _decide_cascade(settings: Settings) -> tuple[Decision, Accelerator]:
     _pending_candidates.extend(records)
     chosen: Accelerator | None = None
     chosen_record: CandidateRecord | None = None
-    for registration, record in zip(reg.ordered(), records):
+    for registration, record in zip(reg.ordered(), records, strict=True):
         if record.status is not Status.AVAILABLE:
             if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
                 raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")
