@@ -41,7 +41,6 @@ _EXPORTS: dict[str, str] = {
     "reset_accelerator": "accelhal.selection",
     "detect": "accelhal.selection",
     "Accelerator": "accelhal.contract",
-    "DeviceModuleAccelerator": "accelhal.device_module",
     "BackendSpec": "accelhal.spec",
     "Verdict": "accelhal.spec",
     "Status": "accelhal.spec",
@@ -63,7 +62,31 @@ _EXPORTS: dict[str, str] = {
 _SUBMODULES = ("distributed",)
 """Subpackages reachable as attributes (``accelhal.distributed``), imported on first access."""
 
-__all__ = ["__version__", *_EXPORTS, *_SUBMODULES]
+__all__ = [
+    "__version__",
+    "get_accelerator",
+    "set_accelerator",
+    "reset_accelerator",
+    "detect",
+    "Accelerator",
+    "BackendSpec",
+    "Verdict",
+    "Status",
+    "Capability",
+    "CONTRACT_VERSION",
+    "hookimpl",
+    "DetectionReport",
+    "AcceleratorInfo",
+    "AccelhalError",
+    "ConfigurationError",
+    "UnknownBackendError",
+    "BackendUnavailableError",
+    "PluginError",
+    "ContractError",
+    "UnsupportedFeatureError",
+    "DistributedSetupError",
+    "distributed",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -252,6 +252,7 @@ class Accelerator(abc.ABC):
     # ------------------------------------------------------------------ memory
     def empty_cache(self) -> None:
         """Release cached allocator blocks back to the device (no-op without a cache)."""
+        return None
 
     @abc.abstractmethod
     def memory_allocated(self, device_index: int | None = None) -> int:
@@ -326,9 +327,11 @@ class Accelerator(abc.ABC):
     # ------------------------------------------------------------------ misc
     def range_push(self, msg: str, domain: str | None = None, category: str | None = None) -> None:
         """Open a profiler range named ``msg`` (no-op where the backend has no profiler ranges)."""
+        return None
 
     def range_pop(self, domain: str | None = None) -> None:
         """Close the innermost profiler range."""
+        return None
 
     def lazy_call(self, callback: Callable[[], _T]) -> _T | None:
         """Run ``callback`` once the device runtime is initialised.
@@ -370,6 +373,7 @@ class Accelerator(abc.ABC):
 
     def replay_graph(self, graph: Any) -> None:
         """Replay a captured graph (no-op where graphs are unsupported)."""
+        return None
 
     # ------------------------------------------------------------------ tensor factories
     def _tensor_factory(self, dtype: torch.dtype) -> TensorFactory:
@@ -433,6 +437,7 @@ class Accelerator(abc.ABC):
 
     def unregister_host_memory(self, address: int) -> None:
         """Undo :meth:`register_host_memory`."""
+        return None
 
     def pin_memory_alignment(self) -> int:
         """Byte alignment required for :meth:`register_host_memory`; 1 means none."""
@@ -669,4 +674,4 @@ def validate_accelerator_class(cls: type) -> type[Accelerator]:
     problems = contract_problems(cls)
     if problems:
         raise ContractError(f"{getattr(cls, '__qualname__', cls)!r}: " + "; ".join(problems))
-    return cls  # type: ignore[return-value]
+    return cls

@@ -153,9 +153,7 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
     return registry
 
 
-def _collect_backends(
-    registry: Registry, manager: pluggy.PluginManager, plugin: Any, record: PluginRecord
-) -> None:
+def _collect_backends(registry: Registry, manager: pluggy.PluginManager, plugin: Any, record: PluginRecord) -> None:
     pending: list[BackendSpec] = []
 
     def register(spec: BackendSpec) -> None:
@@ -178,6 +176,8 @@ def _collect_backends(
             continue
         try:
             impl.function(register=register)
+        except PluginError:
+            raise
         except Exception as exc:
             record.state, record.detail = "failed", describe_exception(exc)
             registry.fail(record.name, "register", record.detail)

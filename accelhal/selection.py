@@ -12,6 +12,7 @@ backend, then fork, and the child can still use the device.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -27,7 +28,7 @@ from accelhal.errors import (
     PluginError,
     UnknownBackendError,
 )
-from accelhal.records import CandidateRecord, Decision
+from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
 from accelhal.spec import Status, Verdict
 
@@ -74,7 +75,7 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
         started = time.perf_counter()
         if isinstance(accelerator, str):
             name = accelerator.strip().lower()
-            decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator")
+            decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator", [])
         else:
             instance = _check_instance(accelerator)
             decision = Decision(
@@ -113,11 +114,9 @@ def detect() -> DetectionReport:
     from accelhal.report import DetectionReport
 
     with _lock:
-        if _decision is None or (_active is None and _decision.error is None):
-            try:
+        if _active is None:
+            with contextlib.suppress(AccelhalError):
                 _select()
-            except AccelhalError:
-                pass
         assert _decision is not None
         return DetectionReport.from_decision(_decision)
 
@@ -155,15 +154,18 @@ def _select() -> Accelerator:
             return _active
         _selecting.active = True
         started = time.perf_counter()
+        probed: list[CandidateRecord] = []
         try:
             settings = Settings.from_environ()
             if settings.accelerator is not None:
                 assert settings.accelerator_variable is not None
-                decision, instance = _decide_forced(settings, settings.accelerator, settings.accelerator_variable)
+                decision, instance = _decide_forced(
+                    settings, settings.accelerator, settings.accelerator_variable, probed
+                )
             else:
-                decision, instance = _decide_cascade(settings)
+                decision, instance = _decide_cascade(settings, probed)
         except AccelhalError as exc:
-            _decision = _failed_decision(exc)
+            _decision = _failed_decision(exc, probed)
             raise
         finally:
             _selecting.active = False
@@ -172,21 +174,18 @@ def _select() -> Accelerator:
         return instance
 
 
-def _failed_decision(exc: AccelhalError) -> Decision:
+def _failed_decision(exc: AccelhalError, probed: list[CandidateRecord]) -> Decision:
     reg = _registry
     return Decision(
         chosen=None,
         rule="error",
         explanation=str(exc),
-        candidates=list(_pending_candidates),
+        candidates=probed,
         plugins=list(reg.plugins) if reg else [],
         failures=list(reg.failures) if reg else [],
         environment=_environment(reg),
         error=f"{type(exc).__name__}: {exc}",
     )
-
-
-_pending_candidates: list[CandidateRecord] = []
 
 
 def _environment(reg: plugins.Registry | None) -> dict[str, str]:
@@ -197,7 +196,7 @@ def _environment(reg: plugins.Registry | None) -> dict[str, str]:
     return {name: os.environ[name] for name in sorted(names) if name in os.environ}
 
 
-def _run_probe(registration: plugins.Registration) -> CandidateRecord:
+def _run_probe(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises."""
     spec = registration.spec
     started = time.perf_counter()
@@ -237,7 +236,7 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
     return verdict
 
 
-def _instantiate(registration: plugins.Registration) -> Accelerator:
+def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
     from accelhal.contract import contract_problems
 
@@ -252,23 +251,26 @@ def _instantiate(registration: plugins.Registration) -> Accelerator:
     if problems:
         raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
     try:
-        return cls()
+        instance: Accelerator = cls()
     except Exception as exc:
         raise PluginError(
             registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
         ) from exc
+    return instance
 
 
-def _decide_forced(settings: Settings, name: str, requested_by: str) -> tuple[Decision, Accelerator]:
+def _decide_forced(
+    settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
+) -> tuple[Decision, Accelerator]:
+    """Resolve a backend forced by name; ``probed`` collects its record even when this raises."""
     reg = _get_registry(settings)
-    _pending_candidates.clear()
     registration = reg.backends.get(name)
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
         hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
         raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
     record = _run_probe(registration)
-    _pending_candidates.append(record)
+    probed.append(record)
     if record.status is not Status.AVAILABLE:
         raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
     try:
@@ -306,14 +308,14 @@ def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[C
     ]
 
 
-def _decide_cascade(settings: Settings) -> tuple[Decision, Accelerator]:
+def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[Decision, Accelerator]:
+    """Probe every registered backend and take the available one of highest priority."""
     reg = _get_registry(settings)
-    _pending_candidates.clear()
     records = [_run_probe(registration) for registration in reg.ordered()]
-    _pending_candidates.extend(records)
+    probed.extend(records)
     chosen: Accelerator | None = None
     chosen_record: CandidateRecord | None = None
-    for registration, record in zip(reg.ordered(), records):
+    for registration, record in zip(reg.ordered(), records, strict=True):
         if record.status is not Status.AVAILABLE:
             if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
                 raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")

@@ -1,0 +1,85 @@
+"""Shared fixtures: a clean accelhal state per test, and real installed test distributions."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import accelhal
+from accelhal import selection
+
+ACCELHAL_VARIABLES = (
+    "ACCELHAL_ACCELERATOR",
+    "DS_ACCELERATOR",
+    "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
+    "ACCELHAL_PLUGINS",
+    "ACCELHAL_BLOCK_PLUGINS",
+    "ACCELHAL_STRICT",
+    "LOCAL_RANK",
+    "LOCAL_SIZE",
+    "LOCAL_WORLD_SIZE",
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_accelhal(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test starts with no cached accelerator and none of accelhal's variables set."""
+    for name in ACCELHAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    accelhal.reset_accelerator()
+    yield
+    accelhal.reset_accelerator()
+
+
+InstallDistribution = Callable[..., Path]
+
+
+@pytest.fixture
+def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InstallDistribution]:
+    """Install a distribution the way pip lays it out: modules plus ``<name>-<version>.dist-info``.
+
+    ``install_distribution("acme-accel", {"acme_plugin": "...source..."}, entry_points={"acme": "acme_plugin"})``
+    puts both in a fresh directory on ``sys.path``, so ``importlib.metadata`` discovers the
+    entry points exactly as it would after ``pip install``.
+    """
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    added: list[str] = []
+
+    def install(name: str, modules: dict[str, str], entry_points: dict[str, str], version: str = "1.0") -> Path:
+        for module, source in modules.items():
+            (site / f"{module}.py").write_text(textwrap.dedent(source))
+            added.append(module)
+        dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        dist_info.mkdir()
+        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        lines = "".join(f"{ep} = {target}\n" for ep, target in entry_points.items())
+        (dist_info / "entry_points.txt").write_text(f"[accelhal]\n{lines}")
+        importlib.invalidate_caches()
+        return dist_info
+
+    yield install
+    for module in added:
+        sys.modules.pop(module, None)
+    selection.reset_accelerator()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
+    if not needs_gpu:
+        return
+    import torch
+
+    count = torch.cuda.device_count()  # NVML-based: creates no CUDA context
+    for item in needs_gpu:
+        if count == 0:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; run `pytest -m cuda` on the GPU machine"))
+        elif item.get_closest_marker("multigpu") and count < 2:
+            item.add_marker(pytest.mark.skip(reason=f"needs two CUDA GPUs, {count} visible"))

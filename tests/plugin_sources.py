@@ -1,0 +1,31 @@
+"""Source text of small third-party plugins, installed by the ``install_distribution`` fixture."""
+
+from __future__ import annotations
+
+
+def backend_plugin(
+    name: str,
+    priority: int = 500,
+    probe_body: str = "return Verdict.available('simulated device present')",
+    class_body: str = "pass",
+    spec_extra: str = "",
+    module_prelude: str = "",
+) -> str:
+    """A plugin module registering one cpu-backed backend called ``name``."""
+    return f"""
+from accelhal import BackendSpec, Verdict, hookimpl
+from accelhal_backends.cpu.accelerator import CpuAccelerator
+{module_prelude}
+
+class {name.capitalize()}Accelerator(CpuAccelerator):
+    _name = "{name}"
+    {class_body}
+
+def probe():
+    {probe_body}
+
+@hookimpl
+def accelhal_register_backends(register):
+    register(BackendSpec(name="{name}", device_type="cpu", priority={priority},
+                         accelerator={name.capitalize()}Accelerator, probe=probe{spec_extra}))
+"""
