@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 import torch
 import torch.distributed as dist
-from accelhal_backends.cpu.accelerator import CpuAccelerator
 
 import accelhal
 import accelhal.distributed as ahd
 from accelhal.distributed import process_group
+from accelhal_backends.cpu.accelerator import CpuAccelerator
 
 
 class _VendorLikeCpu(CpuAccelerator):
