@@ -69,6 +69,7 @@ def test_single_process_gloo_group_is_idempotent_and_conflicts_raise(environ: di
     assert dist.is_initialized() and dist.get_backend() == "gloo"
     assert ahd.init_process_group() is setup
     assert ahd.init_process_group("gloo", world_size=1, rank=0) is setup
+    assert ahd.init_process_group("cpu:gloo") is setup
     with pytest.raises(accelhal.DistributedSetupError, match=r"backend='nccl' \(it has 'gloo'\)") as info:
         ahd.init_process_group("nccl")
     assert info.value.variable == "backend"

@@ -237,10 +237,14 @@ def _check_local_device(launch: LaunchEnv, accelerator: Accelerator) -> None:
     )
 
 
+def _backend_names(backend: str) -> set[str]:
+    """The plain backend names in ``backend`` (``"cpu:gloo,cuda:nccl"`` -> ``{"gloo", "nccl"}``)."""
+    return {part.split(":")[-1].strip() for part in backend.split(",")}
+
+
 def _connects_eagerly(backend: str, device: torch.device) -> bool:
     """Whether to pass ``device_id``: a device backend on a non-cpu device."""
-    parts = {part.split(":")[-1] for part in backend.split(",")}
-    return device.type != "cpu" and not parts <= HOST_BACKENDS
+    return device.type != "cpu" and not _backend_names(backend) <= HOST_BACKENDS
 
 
 def _existing(accelerator: Accelerator, launch: LaunchEnv, name: str, world: int, own_rank: int) -> ProcessGroupSetup:
@@ -248,8 +252,9 @@ def _existing(accelerator: Accelerator, launch: LaunchEnv, name: str, world: int
     current = str(dist.get_backend())
     wanted = {"backend": name, "world_size": world, "rank": own_rank}
     found = {"backend": current, "world_size": dist.get_world_size(), "rank": dist.get_rank()}
-    backends = {part.split(":")[-1] for part in current.split(",")}
-    conflicts = [key for key in wanted if (name not in backends if key == "backend" else wanted[key] != found[key])]
+    same_backend = _backend_names(name) <= _backend_names(current)
+    conflicts = [] if same_backend else ["backend"]
+    conflicts += [key for key in ("world_size", "rank") if wanted[key] != found[key]]
     if conflicts:
         described = ", ".join(f"{key}={wanted[key]!r} (it has {found[key]!r})" for key in conflicts)
         raise DistributedSetupError(
