@@ -17,8 +17,8 @@ def test_each_launcher_is_read_from_its_own_variables(launcher) -> None:
     env = {
         launcher.rank[0]: "5",
         launcher.world_size[0]: "8",
-        launcher.local_rank[-1]: "1",
-        launcher.local_world_size[-1]: "4",
+        launcher.local_rank[0]: "1",
+        launcher.local_world_size[0]: "4",
         "MASTER_ADDR": " node0 ",
         "MASTER_PORT": "29511",
     }
@@ -32,7 +32,7 @@ def test_each_launcher_is_read_from_its_own_variables(launcher) -> None:
     )
     assert (launch.master_addr, launch.master_port) == ("node0", 29511)
     assert launch.variable("rank") == launcher.rank[0]
-    assert launch.variable("local_rank") == launcher.local_rank[-1]
+    assert launch.variable("local_rank") == launcher.local_rank[0]
     assert launch.launched
 
 
@@ -67,6 +67,12 @@ def test_slurm_heterogeneous_tasks_per_node_is_read_for_this_node() -> None:
     assert read_launch_env(env).local_world_size == 2
 
 
+def test_pmi_under_srun_takes_slurms_local_id() -> None:
+    env = {"PMI_RANK": "3", "PMI_SIZE": "4", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"}
+    launch = read_launch_env(env)
+    assert (launch.source, launch.local_rank, launch.variable("local_rank")) == ("pmi", 1, "SLURM_LOCALID")
+
+
 def test_frozen() -> None:
     launch = read_launch_env(TORCHRUN)
     with pytest.raises(AttributeError):
@@ -96,7 +102,7 @@ def _error(env: dict[str, str]) -> DistributedSetupError:
         ({"OMPI_COMM_WORLD_RANK": "1"}, "OMPI_COMM_WORLD_SIZE", ["openmpi launch sets both"]),
         ({"LOCAL_RANK": "0"}, "LOCAL_RANK", ["RANK and WORLD_SIZE are not", "torchrun"]),
         ({"RANK": "1", "WORLD_SIZE": "2"}, "LOCAL_RANK", ["LOCAL_RANK is not", "index on its node"]),
-        ({"PMI_RANK": "1", "PMI_SIZE": "2"}, "MPI_LOCALRANKID", ["MPI_LOCALRANKID or PMI_LOCAL_RANK"]),
+        ({"PMI_RANK": "1", "PMI_SIZE": "2"}, "MPI_LOCALRANKID", ["MPI_LOCALRANKID or PMI_LOCAL_RANK or SLURM_LOCALID"]),
         ({**TORCHRUN, "RANK": "4"}, "RANK", ["RANK=4 is not below WORLD_SIZE=4", "0 to 3"]),
         ({**TORCHRUN, "LOCAL_RANK": "2"}, "LOCAL_RANK", ["LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2"]),
         ({**TORCHRUN, "LOCAL_WORLD_SIZE": "8"}, "LOCAL_WORLD_SIZE", ["LOCAL_WORLD_SIZE=8 is larger than WORLD_SIZE=4"]),

@@ -8,8 +8,8 @@ rank or size variable is present wins:
 * ``torchrun``: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``;
 * ``openmpi``: ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
   ``OMPI_COMM_WORLD_LOCAL_SIZE``;
-* ``pmi`` (MPICH, Intel MPI, Cray): ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID`` or
-  ``PMI_LOCAL_RANK``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
+* ``pmi`` (MPICH, Intel MPI, Cray, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``,
+  ``MPI_LOCALRANKID`` or ``PMI_LOCAL_RANK`` or ``SLURM_LOCALID``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
 * ``slurm`` (``srun``): ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
   ``SLURM_NTASKS_PER_NODE`` (its compressed form ``"4(x2),2"`` is read for ``SLURM_NODEID``).
 
@@ -60,11 +60,12 @@ LAUNCHERS: tuple[Launcher, ...] = (
         ("OMPI_COMM_WORLD_LOCAL_RANK",),
         ("OMPI_COMM_WORLD_LOCAL_SIZE",),
     ),
+    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE without MPI's local variables: Slurm's local id is right then.
     Launcher(
         "pmi",
         ("PMI_RANK",),
         ("PMI_SIZE",),
-        ("MPI_LOCALRANKID", "PMI_LOCAL_RANK"),
+        ("MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"),
         ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
     ),
     Launcher("slurm", ("SLURM_PROCID",), ("SLURM_NTASKS",), ("SLURM_LOCALID",), ("SLURM_NTASKS_PER_NODE",)),
