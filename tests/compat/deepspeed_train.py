@@ -67,7 +67,9 @@ def _train(stage: int, steps: int, dtype: str) -> list[float]:
 
     torch.manual_seed(1234)
     model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))
-    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=_config(stage, dtype))
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, model_parameters=model.parameters(), config=_config(stage, dtype)
+    )
     rank = torch.distributed.get_rank()
     generator = torch.Generator().manual_seed(100 + rank)
     dtype = next(engine.module.parameters()).dtype

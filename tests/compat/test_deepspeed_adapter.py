@@ -155,9 +155,10 @@ def test_disabled_op_is_deepspeeds_builder_that_cannot_be_built(ds: Any, cpu_twi
     assert builder.is_compatible() is False
     with pytest.raises(UnsupportedFeatureError, match="ShareMemCommBuilder"):
         builder.load()
-    assert adapter.create_op_builder("CPUAdamBuilder").is_compatible() == cpu_twin.create_op_builder(
-        "CPUAdamBuilder"
-    ).is_compatible()
+    assert (
+        adapter.create_op_builder("CPUAdamBuilder").is_compatible()
+        == cpu_twin.create_op_builder("CPUAdamBuilder").is_compatible()
+    )
 
 
 def test_unknown_op_is_never_none(ds: Any) -> None:

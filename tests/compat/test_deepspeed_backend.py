@@ -63,7 +63,9 @@ print("RESULT " + json.dumps({
 
 def test_deepspeed_cpu_accelerator_as_a_plugin_backend(install_distribution: InstallDistribution) -> None:
     """A real plugin module registers DeepSpeed's CPU_Accelerator; ACCELHAL_ACCELERATOR chooses it."""
-    dist_info = install_distribution("ds-cpu-plugin", {"ds_cpu_plugin": PLUGIN}, entry_points={"dscpu": "ds_cpu_plugin"})
+    dist_info = install_distribution(
+        "ds-cpu-plugin", {"ds_cpu_plugin": PLUGIN}, entry_points={"dscpu": "ds_cpu_plugin"}
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "LOCAL_"))}
     env.update(PYTHONPATH=str(dist_info.parent), ACCELHAL_ACCELERATOR="dscpu", LOCAL_RANK="1", LOCAL_SIZE="2")
     out = subprocess.run([sys.executable, "-c", REPORT], capture_output=True, text=True, env=env)
@@ -114,7 +116,9 @@ def test_wrapping_is_refused_for_what_is_not_a_deepspeed_accelerator(ds: Any) ->
 
 def test_a_name_cannot_be_registered_for_two_deepspeed_classes() -> None:
     probe = lambda: Verdict.available("x")  # noqa: E731
-    backend_from_deepspeed("deepspeed.accelerator.cpu_accelerator:CPU_Accelerator", name="dstwice", priority=1, probe=probe)
+    backend_from_deepspeed(
+        "deepspeed.accelerator.cpu_accelerator:CPU_Accelerator", name="dstwice", priority=1, probe=probe
+    )
     with pytest.raises(ValueError, match="already registered"):
         backend_from_deepspeed(
             "deepspeed.accelerator.cuda_accelerator:CUDA_Accelerator", name="dstwice", priority=1, probe=probe

@@ -95,6 +95,6 @@ def _argument_problems(name: str, theirs: Any, ours: Any) -> list[str]:
         return [f"{name}{inspect.signature(ours)} does not take DeepSpeed's {inspect.signature(theirs)}"]
     return [
         f"{name}: {mine.name} is required, DeepSpeed defaults it to {p.default!r}"
-        for p, mine in zip(expected, actual)
+        for p, mine in zip(expected, actual, strict=False)
         if p.default is not p.empty and mine.default is mine.empty
     ] + [f"{name}: extra required parameter {p.name}" for p in actual[len(expected) :] if p.default is p.empty]

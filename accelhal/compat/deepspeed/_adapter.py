@@ -243,6 +243,7 @@ def adapter_class() -> type[Any]:
             continue
         namespace[name] = _delegate_method(name) if kind == "method" else _delegate_property(name)
     cls = type(ADAPTER_CLASS_NAME, (_AdapterMembers, base), namespace)
-    if cls.__abstractmethods__:  # DeepSpeed declared something this generation does not cover
-        raise ContractError(f"{ADAPTER_CLASS_NAME} leaves abstract: {sorted(cls.__abstractmethods__)}")
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:  # DeepSpeed declared something this generation does not cover
+        raise ContractError(f"{ADAPTER_CLASS_NAME} leaves abstract: {abstract}")
     return cls

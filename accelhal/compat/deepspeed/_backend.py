@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
 import importlib
 import inspect
+import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -173,7 +173,7 @@ def _install_forwarders() -> None:
     for name, kind in _forwarded_names().items():
         member = _forward_method(name) if kind == "method" else _forward_property(name)
         setattr(DeepSpeedBackedAccelerator, name, member)
-    abc.update_abstractmethods(DeepSpeedBackedAccelerator)
+    abc.update_abstractmethods(DeepSpeedBackedAccelerator)  # type: ignore[type-abstract]
 
 
 _install_forwarders()
@@ -189,17 +189,32 @@ def _load(path: str) -> type[Any]:
     return obj
 
 
-@functools.cache
+_wrapped: dict[tuple[object, str, str], type[DeepSpeedBackedAccelerator]] = {}
+_wrapped_lock = threading.Lock()
+
+
 def wrap_deepspeed_class(
     deepspeed_class: type[Any] | str, name: str, device_type: str
 ) -> type[DeepSpeedBackedAccelerator]:
-    """A :class:`DeepSpeedBackedAccelerator` subclass for ``deepspeed_class`` (a class or ``"module:Class"``)."""
+    """A :class:`DeepSpeedBackedAccelerator` subclass for ``deepspeed_class`` (a class or ``"module:Class"``).
+
+    The same arguments give the same class.
+    """
+    key = (deepspeed_class, name, device_type)
+    with _wrapped_lock:
+        if key not in _wrapped:
+            _wrapped[key] = _make_class(deepspeed_class, name, device_type)
+        return _wrapped[key]
+
+
+def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -> type[DeepSpeedBackedAccelerator]:
     cls = _load(deepspeed_class) if isinstance(deepspeed_class, str) else deepspeed_class
     base = deepspeed_base()
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise ContractError(f"{cls!r} is not a subclass of DeepSpeed's DeepSpeedAccelerator")
-    if cls.__abstractmethods__:
-        raise ContractError(f"{cls.__qualname__} leaves abstract: {', '.join(sorted(cls.__abstractmethods__))}")
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:
+        raise ContractError(f"{cls.__qualname__} leaves abstract: {', '.join(abstract)}")
     namespace: dict[str, Any] = {
         "_name": name,
         "device_type": device_type,

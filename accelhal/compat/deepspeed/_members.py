@@ -10,9 +10,7 @@ import functools
 import inspect
 from typing import Any
 
-DEEPSPEED_OWN = frozenset(
-    {"pin_memory", "pin_empty", "pin_empty_like", "is_pinned", "unpin_memory", "_pin_fresh"}
-)
+DEEPSPEED_OWN = frozenset({"pin_memory", "pin_empty", "pin_empty_like", "is_pinned", "unpin_memory", "_pin_fresh"})
 """Members whose DeepSpeed implementation the adapter keeps instead of delegating.
 
 They are DeepSpeed features rather than device answers: they route pinning to DeepSpeed's
