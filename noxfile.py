@@ -40,3 +40,10 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over accelhal and the built-in backends."""
     install_project(session, "dev")
     session.run("mypy")
+
+
+@nox.session
+def deepspeed(session: nox.Session) -> None:
+    """The DeepSpeed bridge against DeepSpeed from the package index (``tests/compat``)."""
+    install_project(session, "test,deepspeed")
+    session.run("python", "-m", "pytest", "tests/compat", *session.posargs)

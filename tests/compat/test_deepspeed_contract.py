@@ -12,6 +12,8 @@ adapter member must carry DeepSpeed's signature.
 from __future__ import annotations
 
 import inspect
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,6 +87,14 @@ def test_backend_through_the_adapter_has_every_deepspeed_member(ds: Any, backend
         elif inspect.isfunction(member):
             problems.extend(_argument_problems(name, member, getattr(cls, name)))
     assert problems == [], f"{cls.__qualname__}: {problems}"
+
+
+def test_the_migration_guide_covers_every_deepspeed_member(ds: Any) -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "migrating-from-deepspeed.md").read_text()
+    table = guide[guide.index("## 4. Every member") : guide.index("## 5.")]
+    mentioned = set(re.findall(r"`(\w+)", table))
+    missing = sorted(set(_deepspeed_members(ds)) - mentioned)
+    assert missing == []
 
 
 def _argument_problems(name: str, theirs: Any, ours: Any) -> list[str]:
