@@ -40,3 +40,9 @@ def cpu_twin(ds: Any) -> Any:
     from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
 
     return CPU_Accelerator()
+
+
+@pytest.fixture(autouse=True)
+def accelhal_on_cpu(clean_accelhal: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process comparisons are with DeepSpeed's CPU accelerator, also on a GPU machine."""
+    monkeypatch.setenv("ACCELHAL_ACCELERATOR", "cpu")

@@ -67,7 +67,8 @@ def test_deepspeed_cpu_accelerator_as_a_plugin_backend(install_distribution: Ins
         "ds-cpu-plugin", {"ds_cpu_plugin": PLUGIN}, entry_points={"dscpu": "ds_cpu_plugin"}
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "LOCAL_"))}
-    env.update(PYTHONPATH=str(dist_info.parent), ACCELHAL_ACCELERATOR="dscpu", LOCAL_RANK="1", LOCAL_SIZE="2")
+    path = os.pathsep.join(p for p in (str(dist_info.parent), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(PYTHONPATH=path, ACCELHAL_ACCELERATOR="dscpu", LOCAL_RANK="1", LOCAL_SIZE="2")
     out = subprocess.run([sys.executable, "-c", REPORT], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))

@@ -27,7 +27,8 @@ STAGES = ("0", "1", "2")
 def train(accelerator: str, *, world_size: int, backend: str = "cpu", extra: tuple[str, ...] = ()) -> dict[str, object]:
     """Run the training script; returns its report (the accelerator used and each rank's losses per stage)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "LOCAL_", "RANK", "WORLD"))}
-    env.update(ACCELHAL_ACCELERATOR=backend, DS_ACCELERATOR=backend, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(ACCELHAL_ACCELERATOR=backend, DS_ACCELERATOR=backend, PYTHONPATH=path, OMP_NUM_THREADS="1")
     launcher = [sys.executable]
     if world_size > 1:
         launcher += ["-m", "torch.distributed.run", f"--nproc-per-node={world_size}", "--standalone"]
