@@ -153,6 +153,7 @@ def test_disabled_op_is_deepspeeds_builder_that_cannot_be_built(ds: Any, cpu_twi
     assert isinstance(builder, cpu_twin.get_op_builder("ShareMemCommBuilder"))
     assert builder.NAME == builder.name == "deepspeed_shm_comm"  # what DeepSpeed looks up before building it
     assert builder.is_compatible() is False
+    assert adapter.get_op_builder("ShareMemCommBuilder") is type(builder)  # one class, not one per call
     with pytest.raises(UnsupportedFeatureError, match="ShareMemCommBuilder"):
         builder.load()
     assert (

@@ -48,6 +48,7 @@ class UnavailableBuilder(NotImplementedBuilder):
         return f"deepspeed.ops.{self.name}_op"
 
 
+@functools.cache
 def _disabled_builder(real: type[Any], backend: str, class_name: str) -> type[Any]:
     """``real`` (one of DeepSpeed's builders), except that it says it cannot be built here."""
 
@@ -61,6 +62,11 @@ def _disabled_builder(real: type[Any], backend: str, class_name: str) -> type[An
 
     namespace = {"is_compatible": is_compatible, "load": load, "jit_load": load, "__module__": __name__}
     return type(class_name, (real,), namespace)
+
+
+@functools.cache
+def _unavailable_builder(backend: str, class_name: str) -> type[UnavailableBuilder]:
+    return type(class_name, (UnavailableBuilder,), {"backend": backend, "op_name": class_name, "__module__": __name__})
 
 
 @functools.cache
@@ -196,11 +202,7 @@ class _AdapterMembers:
         ours = self.accelhal_accelerator.get_op_builder(class_name)
         if not issubclass(ours, NotImplementedBuilder) and class_name not in self._disabled_ops:
             return ours
-        return type(
-            class_name,
-            (UnavailableBuilder,),
-            {"backend": self.accelhal_accelerator.name, "op_name": class_name, "__module__": __name__},
-        )
+        return _unavailable_builder(self.accelhal_accelerator.name, class_name)
 
     def create_op_builder(self, class_name: str) -> Any:
         """An instance of :meth:`get_op_builder`'s class."""
