@@ -91,7 +91,7 @@ def deepspeed_twin(*names: str) -> Any | None:
             continue
         for value in vars(module).values():
             if isinstance(value, type) and issubclass(value, base) and value.__module__ == module_name:
-                twin = object.__new__(value)
+                twin: Any = object.__new__(value)
                 if not hasattr(twin, "class_dict"):  # the builder cache some set in __init__, empty there too
                     twin.class_dict = None
                 return twin
