@@ -332,6 +332,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     if chosen is None or chosen_record is None:
         raise BackendUnavailableError("cpu", "no backend is available, not even the cpu fallback")
     summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
+    summary = summary or "no other backend is registered"
     if chosen.name == plugins.FALLBACK_BACKEND:
         rule = "fallback"
         explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"
