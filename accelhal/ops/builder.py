@@ -214,9 +214,7 @@ class OpBuilder:
             return module
         directory.mkdir(parents=True, exist_ok=True)
         settings = OpsSettings.from_environ()
-        with BuildLock(
-            str(directory / cache.LOCK), timeout=settings.lock_timeout, stale_after=settings.lock_stale
-        ):
+        with BuildLock(str(directory / cache.LOCK), timeout=settings.lock_timeout, stale_after=settings.lock_stale):
             module = self._load_finished(directory)  # another process built it while we waited
             if module is None:
                 module = self._build(directory, verbose)
@@ -252,7 +250,7 @@ class OpBuilder:
         if verbose:
             logger.warning("accelhal: building op %r in %s (this takes a while once)", self.name, directory)
         try:
-            module = cpp_extension.load(
+            loaded = cpp_extension.load(
                 name=self.name,
                 sources=self.absolute_sources(),
                 extra_cflags=self.cxx_args(),
@@ -265,7 +263,12 @@ class OpBuilder:
         except (RuntimeError, OSError, ImportError) as exc:
             log = str(exc)
             cache.write_atomically(directory / cache.BUILD_LOG, log)
-            raise OpBuildError(self.name, self.backend, type(exc).__name__, log=log, build_directory=str(directory)) from exc
+            raise OpBuildError(
+                self.name, self.backend, type(exc).__name__, log=log, build_directory=str(directory)
+            ) from exc
+        if not isinstance(loaded, ModuleType):
+            raise OpBuildError(self.name, self.backend, f"torch returned {loaded!r}, not a module")
+        module = loaded
         cache.write_manifest(directory, module, self.build_inputs())
         (directory / cache.BUILD_LOG).unlink(missing_ok=True)
         _loaded[str(directory)] = module
@@ -288,7 +291,7 @@ class OpBuilder:
 
         sources = self.absolute_sources()
         kind = CUDAExtension if any(s.endswith(".cu") for s in sources) else CppExtension
-        return kind(
+        return kind(  # type: ignore[no-untyped-call]
             name=self.absolute_name(),
             sources=sources,
             include_dirs=self.absolute_include_paths(),

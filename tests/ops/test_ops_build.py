@@ -150,19 +150,18 @@ def test_a_plugin_builder_loads_through_the_accelerator() -> None:
 
 
 def test_an_ahead_of_time_build_is_preferred_by_load(tmp_path: Path) -> None:
+    lib, temp = str(tmp_path / "lib"), str(tmp_path / "tmp")
     setup = (
         "import accelhal, setuptools; from tiny_ops import TinyAnswerBuilder; "
         "setuptools.setup(name='tiny-aot', ext_modules=[TinyAnswerBuilder().builder()], "
         "cmdclass={'build_ext': accelhal.get_accelerator().build_extension()}, "
-        "script_args=['-q', 'build_ext', '--build-lib', %r, '--build-temp', %r])"
-    ) % (str(tmp_path / "lib"), str(tmp_path / "tmp"))
+        f"script_args=['-q', 'build_ext', '--build-lib', {lib!r}, '--build-temp', {temp!r}])"
+    )
     built = run_python("-c", setup, env={"PYTHONPATH": str(HERE)})
     assert built.returncode == 0, built.stderr[-3000:]
     check = "from tiny_ops import TinyAnswerBuilder; m = TinyAnswerBuilder().load(); print(m.__name__, m.answer())"
     cache_dir = tmp_path / "empty-cache"
-    loaded = run_python(
-        "-c", check, env={"PYTHONPATH": f"{tmp_path / 'lib'}", "ACCELHAL_OPS_CACHE": str(cache_dir)}
-    )
+    loaded = run_python("-c", check, env={"PYTHONPATH": f"{tmp_path / 'lib'}", "ACCELHAL_OPS_CACHE": str(cache_dir)})
     assert loaded.returncode == 0, loaded.stderr
     assert loaded.stdout.split() == ["accelhal_op_accelhal_test_tiny", "42"]
     assert not cache_dir.exists()  # nothing was compiled just in time

@@ -13,8 +13,7 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from accelhal.ops import BuildLock, OpBuilder
-from accelhal.ops import cache
+from accelhal.ops import BuildLock, OpBuilder, cache
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,6 +1,8 @@
 // Fused AdamW step over flat fp32 CUDA tensors, in place: the Python binding and the checks.
 #include <torch/extension.h>
 
+#include <c10/core/DeviceGuard.h>
+
 #include <cmath>
 
 void launch_adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, float decay,
