@@ -44,7 +44,7 @@ _loaded: dict[str, ModuleType] = {}
 
 @dataclass(frozen=True)
 class Compatibility:
-    """What :meth:`OpBuilder.is_compatible` says: truthy when the op can be built or loaded here.
+    """What :meth:`OpBuilder.compatibility` says: truthy when the op can be built or loaded here.
 
     >>> verdict = Compatibility(False, "ninja is not installed")
     >>> bool(verdict), verdict.reason
@@ -129,16 +129,20 @@ class OpBuilder:
         """The backend named in messages (``BACKEND``, or ``"?"``)."""
         return self.BACKEND or "?"
 
-    def is_compatible(self, verbose: bool = False) -> Compatibility:
-        """Whether this op can be built here: torch, a C++ compiler, ninja and the sources are present.
+    def compatibility(self) -> Compatibility:
+        """Whether this op can be built here, and why: torch, a C++ compiler, ninja and the sources.
 
-        Subclasses add their own checks (``super().is_compatible(verbose) and ...`` keeps
-        the reason of the first failure).
+        Subclasses add their own checks; ``super().compatibility() and Compatibility(...)``
+        keeps the reason of the first failure.
         """
-        verdict = self._check_toolchain()
+        return self._check_toolchain()
+
+    def is_compatible(self, verbose: bool = False) -> bool:
+        """DeepSpeed's question as a plain bool; the reason is :meth:`compatibility`'s (logged when ``verbose``)."""
+        verdict = self.compatibility()
         if verbose and not verdict:
             logger.warning("accelhal: op %r is not compatible: %s", self.name, verdict.reason)
-        return verdict
+        return verdict.ok
 
     def _check_toolchain(self) -> Compatibility:
         if importlib.util.find_spec("torch") is None:
@@ -198,14 +202,15 @@ class OpBuilder:
     def jit_load(self, verbose: bool = True) -> ModuleType:
         """Build (once, across processes) into the keyed cache directory and import the module.
 
-        Raises :class:`~accelhal.UnsupportedFeatureError` when :meth:`is_compatible` says no,
+        Raises :class:`~accelhal.UnsupportedFeatureError` when :meth:`compatibility` says no,
         :class:`~accelhal.errors.OpBuildError` with the compiler's output when the build
         fails, and :class:`~accelhal.errors.BuildLockTimeoutError` when another live
         process holds the build for longer than ``ACCELHAL_OPS_LOCK_TIMEOUT``.
         """
-        verdict = self.is_compatible(verbose)
-        if not verdict:
-            raise UnsupportedFeatureError(self.backend, f"op {self.name!r}", verdict.reason)
+        if not self.is_compatible(verbose):  # a DeepSpeed-style override of is_compatible counts too
+            verdict = self.compatibility()
+            reason = "is_compatible() is False" if verdict else verdict.reason
+            raise UnsupportedFeatureError(self.backend, f"op {self.name!r}", reason)
         from accelhal.settings import OpsSettings
 
         directory = self.build_directory()

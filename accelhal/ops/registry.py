@@ -8,7 +8,8 @@ lookup. :func:`accelhal.reset_accelerator` forgets everything.
 
 An unknown name is not an error at lookup: it resolves to a subclass of
 :class:`NotImplementedBuilder` (DeepSpeed's convention), which can be constructed but
-whose :meth:`~NotImplementedBuilder.is_compatible` is falsy with a reason and whose
+whose :meth:`~NotImplementedBuilder.is_compatible` is False
+(:meth:`~NotImplementedBuilder.compatibility` says why) and whose
 :meth:`~NotImplementedBuilder.load` raises :class:`~accelhal.UnsupportedFeatureError`
 naming the op, the backend and the builders that do exist.
 """
@@ -30,8 +31,10 @@ class NotImplementedBuilder:
     """What an unknown op name resolves to: constructing it works, using it raises.
 
     >>> builder = get_op_builder("cpu", "NoSuchBuilder")()
-    >>> bool(builder.is_compatible())
+    >>> builder.is_compatible()
     False
+    >>> builder.compatibility().reason
+    "no plugin provides this op builder for 'cpu' (op builders there: FusedAdamWBuilder)"
     >>> builder.load()
     Traceback (most recent call last):
     UnsupportedFeatureError: the 'cpu' accelerator does not support op 'NoSuchBuilder': ...
@@ -46,9 +49,13 @@ class NotImplementedBuilder:
         known = ", ".join(self.known) or "none"
         return f"no plugin provides this op builder for {self.backend!r} (op builders there: {known})"
 
-    def is_compatible(self, verbose: bool = False) -> Compatibility:
+    def compatibility(self) -> Compatibility:
         """Always falsy, with the reason."""
         return Compatibility(False, self._reason())
+
+    def is_compatible(self, verbose: bool = False) -> bool:
+        """Always False (the reason is :meth:`compatibility`'s)."""
+        return False
 
     def load(self, verbose: bool = True) -> ModuleType:
         """Raise :class:`~accelhal.UnsupportedFeatureError` naming the op and the backend."""

@@ -29,7 +29,7 @@ def adamw(tmp_path_factory: pytest.TempPathFactory) -> object:
         patch.setenv("ACCELHAL_OPS_CACHE", str(cache))
         accelhal.reset_accelerator()
         builder = get_op_builder("cuda", "FusedAdamWBuilder")()
-        verdict = builder.is_compatible()
+        verdict = builder.compatibility()
         assert verdict, verdict.reason
         print(f"FusedAdamWBuilder (cuda) is compatible: {verdict.reason}")
         module = builder.load(verbose=True)

@@ -22,7 +22,8 @@ def test_unknown_name_gives_a_not_implemented_builder_that_names_op_and_backend(
     assert issubclass(cls, NotImplementedBuilder)
     assert cls.__name__ == "NoSuchOpBuilder"
     builder = accelerator.create_op_builder("NoSuchOpBuilder")
-    verdict = builder.is_compatible()
+    assert builder.is_compatible() is False  # a plain bool, as in DeepSpeed
+    verdict = builder.compatibility()
     assert not verdict
     assert "'cpu'" in verdict.reason and "FusedAdamWBuilder" in verdict.reason  # says what does exist
     with pytest.raises(UnsupportedFeatureError) as info:
@@ -37,7 +38,8 @@ def test_the_builtin_fused_adamw_is_found_per_backend() -> None:
     assert cpu_builder.__module__ == "accelhal_backends.builtin_ops.cpu"
     assert issubclass(cpu_builder, OpBuilder)
     assert op_builders("cuda")["FusedAdamWBuilder"].__module__ == "accelhal_backends.builtin_ops.cuda"
-    assert cpu_builder().is_compatible()  # c++ and ninja are here
+    assert cpu_builder().is_compatible() is True  # c++ and ninja are here
+    assert "ninja" in cpu_builder().compatibility().reason
 
 
 def test_a_plugin_registered_with_the_manager_contributes_a_builder_lazily_and_once() -> None:

@@ -40,9 +40,9 @@ class FusedAdamWBuilder(OpBuilder):
         capabilities = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
         return {"capabilities": ",".join(f"{major}.{minor}" for major, minor in capabilities)}
 
-    def is_compatible(self, verbose: bool = False) -> Compatibility:
+    def compatibility(self) -> Compatibility:
         """Needs a CUDA build of torch (not ROCm) and nvcc, on top of the C++ toolchain."""
-        verdict = super().is_compatible(verbose)
+        verdict = super().compatibility()
         if not verdict:
             return verdict
         import torch
