@@ -99,7 +99,6 @@ def _ask_new_plugins(state: _Resolved) -> None:
     for impl in manager.hook.accelhal_register_op_builders.get_hookimpls():
         if id(impl.plugin) in state.asked:
             continue
-        state.asked.add(id(impl.plugin))
         plugin = impl.plugin_name
         pending: list[tuple[str, type[OpBuilder]]] = []
 
@@ -109,8 +108,10 @@ def _ask_new_plugins(state: _Resolved) -> None:
         try:
             impl.function(register=register)
         except Exception as exc:  # a plugin's hook may fail in any way: report and skip it
-            state.registry.fail(plugin, "op-builders", describe_exception(exc))
+            state.registry.fail(plugin, "op-builders", describe_exception(exc))  # raises under strict mode
+            state.asked.add(id(impl.plugin))
             continue
+        state.asked.add(id(impl.plugin))
         for backend, builder_class in pending:
             _add(state, plugin, backend, builder_class)
 

@@ -89,6 +89,8 @@ def test_two_processes_building_at_once_both_succeed_and_compile_once(tmp_path: 
     assert [r["answer"] for r in results] == [42, 42]
     assert results[0]["file"] == results[1]["file"]
     assert ninja_compiles(Path(results[0]["file"]).parent) == 1
+    builders = [err for _, err in outputs if "building op 'accelhal_test_tiny'" in err]
+    assert len(builders) == 1, outputs  # the other one waited on our lock, then imported the result
 
 
 def _environ_with_helpers() -> dict[str, str]:

@@ -79,6 +79,8 @@ def test_strict_mode_raises_on_a_plugin_whose_hook_raises(monkeypatch: pytest.Mo
     manager.register(Raising(), name="raising-plugin")
     with pytest.raises(PluginError, match="hook is broken"):
         accelhal.get_accelerator().get_op_builder("FusedAdamWBuilder")
+    with pytest.raises(PluginError, match="hook is broken"):  # every lookup, not only the first
+        accelhal.get_accelerator().get_op_builder("FusedAdamWBuilder")
 
 
 def test_builtin_ops_plugin_imports_no_torch() -> None:

@@ -50,7 +50,7 @@ def main(argv: list[str]) -> None:
         if len(argv) > 1:  # a start line: say we are ready, then wait for the go file
             Path(argv[1] + f".ready.{argv[2]}").touch()
             _wait_for(Path(argv[1]))
-        module = builder.load(verbose=False)
+        module = builder.load(verbose=True)  # says 'building op' on stderr when it compiles
         print(json.dumps({"answer": module.answer(), "file": module.__file__}))
     elif command == "hold":
         directory = builder.build_directory()
