@@ -5,8 +5,10 @@
 
 #include <cmath>
 
+// Scalars are computed in double on the host, then rounded once, as torch.optim.AdamW does.
 void launch_adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, float decay,
-                       float beta1, float beta2, float step_size, float bias2_sqrt, float eps);
+                       float one_minus_b1, float beta2, float one_minus_b2, float step_size, float bias2_sqrt,
+                       float eps);
 
 namespace {
 
@@ -34,7 +36,7 @@ void adamw_step(torch::Tensor param, torch::Tensor grad, torch::Tensor exp_avg, 
   const c10::DeviceGuard guard(param.device());
   launch_adamw_step(param.data_ptr<float>(), grad.data_ptr<float>(), exp_avg.data_ptr<float>(),
                     exp_avg_sq.data_ptr<float>(), param.numel(), static_cast<float>(1.0 - lr * weight_decay),
-                    static_cast<float>(beta1), static_cast<float>(beta2),
+                    static_cast<float>(1.0 - beta1), static_cast<float>(beta2), static_cast<float>(1.0 - beta2),
                     static_cast<float>(lr / (1.0 - std::pow(beta1, static_cast<double>(step)))),
                     static_cast<float>(std::sqrt(1.0 - std::pow(beta2, static_cast<double>(step)))),
                     static_cast<float>(eps));

@@ -8,10 +8,8 @@ namespace {
 
 __global__ void adamw_step_kernel(float* __restrict__ param, const float* __restrict__ grad,
                                   float* __restrict__ exp_avg, float* __restrict__ exp_avg_sq, int64_t n,
-                                  float decay, float beta1, float beta2, float step_size, float bias2_sqrt,
-                                  float eps) {
-  const float one_minus_b1 = 1.0f - beta1;
-  const float one_minus_b2 = 1.0f - beta2;
+                                  float decay, float one_minus_b1, float beta2, float one_minus_b2,
+                                  float step_size, float bias2_sqrt, float eps) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
     const float g = grad[i];
@@ -27,11 +25,12 @@ __global__ void adamw_step_kernel(float* __restrict__ param, const float* __rest
 }  // namespace
 
 void launch_adamw_step(float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n, float decay,
-                       float beta1, float beta2, float step_size, float bias2_sqrt, float eps) {
+                       float one_minus_b1, float beta2, float one_minus_b2, float step_size, float bias2_sqrt,
+                       float eps) {
   constexpr int threads = 256;
   const int64_t wanted = (n + threads - 1) / threads;
   const int blocks = static_cast<int>(wanted < 65535 ? wanted : 65535);
   adamw_step_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
-      param, grad, exp_avg, exp_avg_sq, n, decay, beta1, beta2, step_size, bias2_sqrt, eps);
+      param, grad, exp_avg, exp_avg_sq, n, decay, one_minus_b1, beta2, one_minus_b2, step_size, bias2_sqrt, eps);
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
