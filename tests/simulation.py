@@ -29,7 +29,8 @@ def simulated_site(tmp: Path, vendors: tuple[str, ...] = (), broken: dict[str, s
 def run_python(site: Path, code: str, devices: int = 2, **env: str) -> dict[str, Any]:
     """Run ``code`` (which prints one JSON object last) with ``site`` on the path; return that object."""
     environ = {k: v for k, v in os.environ.items() if k not in CLEAN}
-    environ.update(PYTHONPATH=str(site), **{DEVICES_VARIABLE: str(devices)}, **env)
+    path = os.pathsep.join(p for p in (str(site), environ.get("PYTHONPATH", "")) if p)
+    environ.update(PYTHONPATH=path, **{DEVICES_VARIABLE: str(devices)}, **env)
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240
     )
