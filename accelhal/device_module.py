@@ -23,7 +23,8 @@ Speed: the members whose torch function has the same arguments (``current_device
 ``device_count``, ``manual_seed``, ``manual_seed_all``, ``initial_seed``, ``empty_cache``,
 ``stream``) are the torch function itself, bound on the instance in ``__init__`` (unless a
 subclass overrides them); the others are one direct call. Nothing is validated on those
-paths beyond what torch validates.
+paths beyond what torch validates. A ``device_index`` of ``None`` is not passed on: the
+module's function is called without it (runtimes such as Gaudi's take no index there).
 """
 
 from __future__ import annotations
@@ -176,7 +177,10 @@ class DeviceModuleAccelerator(Accelerator):
 
     def synchronize(self, device_index: int | None = None) -> None:
         """Wait for all work on ``device_index`` (the current device when ``None``)."""
-        self._m.synchronize(device_index)
+        if device_index is None:
+            self._m.synchronize()
+        else:
+            self._m.synchronize(device_index)
 
     def is_available(self) -> bool:
         """True when at least one device is visible; counts without initialising the runtime."""
@@ -234,11 +238,11 @@ class DeviceModuleAccelerator(Accelerator):
 
     def current_stream(self, device_index: int | None = None) -> Any:
         """The current stream of ``device_index``."""
-        return self._m.current_stream(device_index)
+        return self._m.current_stream() if device_index is None else self._m.current_stream(device_index)
 
     def default_stream(self, device_index: int | None = None) -> Any:
         """The default stream of ``device_index``."""
-        return self._m.default_stream(device_index)
+        return self._m.default_stream() if device_index is None else self._m.default_stream(device_index)
 
     @property
     def Event(self) -> type[Any] | None:  # noqa: N802 - DeepSpeed's name
@@ -253,30 +257,35 @@ class DeviceModuleAccelerator(Accelerator):
 
     def memory_allocated(self, device_index: int | None = None) -> int:
         """Bytes held by tensors on ``device_index``."""
-        value: int = self._m.memory_allocated(device_index)
+        value: int = self._m.memory_allocated() if device_index is None else self._m.memory_allocated(device_index)
         return value
 
     def max_memory_allocated(self, device_index: int | None = None) -> int:
         """Peak of :meth:`memory_allocated` since the last reset."""
-        value: int = self._m.max_memory_allocated(device_index)
+        m = self._m
+        value: int = m.max_memory_allocated() if device_index is None else m.max_memory_allocated(device_index)
         return value
 
     def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
         """The allocator's statistics (``"allocated_bytes.all.current"``, ...)."""
-        return dict(self._m.memory_stats(device_index))
+        return dict(self._m.memory_stats() if device_index is None else self._m.memory_stats(device_index))
 
     def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
         """Reset every peak figure of ``device_index``."""
-        self._m.reset_peak_memory_stats(device_index)
+        if device_index is None:
+            self._m.reset_peak_memory_stats()
+        else:
+            self._m.reset_peak_memory_stats(device_index)
 
     def memory_reserved(self, device_index: int | None = None) -> int:
         """Bytes reserved by the caching allocator."""
-        value: int = self._m.memory_reserved(device_index)
+        value: int = self._m.memory_reserved() if device_index is None else self._m.memory_reserved(device_index)
         return value
 
     def max_memory_reserved(self, device_index: int | None = None) -> int:
         """Peak of :meth:`memory_reserved` since the last reset."""
-        value: int = self._m.max_memory_reserved(device_index)
+        m = self._m
+        value: int = m.max_memory_reserved() if device_index is None else m.max_memory_reserved(device_index)
         return value
 
     def _index(self, device_index: int | None) -> int:

@@ -74,6 +74,11 @@ def test_the_collector_catches_deepspeeds_xpu_mistake() -> None:
     assert missing == ["reset_max_memory_allocated"]
 
 
+def test_calls_through_a_local_alias_of_the_module_are_counted() -> None:
+    used = vendor_attributes(backend_class("cuda"))
+    assert {"max_memory_allocated", "max_memory_reserved"} <= used  # written as m = self._m; m.max_...()
+
+
 def test_overridden_base_methods_are_not_counted() -> None:
     cls = backend_class("mps")
     used = vendor_attributes(cls)

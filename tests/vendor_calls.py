@@ -16,23 +16,34 @@ import textwrap
 from accelhal.device_module import DeviceModuleAccelerator
 
 
-def _chain(node: ast.expr) -> list[str] | None:
-    """``self._m.random.get_rng_state`` -> ``["_m", "random", "get_rng_state"]`` (rooted at ``self``)."""
+def _chain(node: ast.expr, aliases: dict[str, list[str]]) -> list[str] | None:
+    """``self._m.random.get_rng_state`` -> ``["_m", "random", "get_rng_state"]`` (rooted at ``self``).
+
+    ``aliases`` maps local names to what they stand for (``m = self._m`` gives ``{"m": ["_m"]}``).
+    """
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
         node = node.value
     if isinstance(node, ast.Name) and node.id == "self":
         return parts[::-1]
+    if isinstance(node, ast.Name) and node.id in aliases:
+        return aliases[node.id] + parts[::-1]
     return None
 
 
 def _accessed(func: object) -> set[tuple[str, ...]]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(func)))  # type: ignore[arg-type]
+    aliases: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            chain = _chain(node.value, {})
+            if chain and chain[0] in ("_m", "_rng"):
+                aliases[node.targets[0].id] = chain
     found: set[tuple[str, ...]] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            chain = _chain(node)
+            chain = _chain(node, aliases)
             if chain and chain[0] in ("_m", "_rng") and len(chain) > 1:
                 found.add(tuple(chain))
     return found
