@@ -130,3 +130,18 @@ def test_cpu_passes_the_behavioural_checks() -> None:
     acc = accelhal.set_accelerator("cpu")
     results = run_checks(acc)
     assert {name: outcome for name, outcome in results.items() if outcome != "ok"} == {}
+
+
+BACKEND_PACKAGES_ARE_TORCH_FREE = """
+import importlib, json, sys
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps"):
+    importlib.import_module(f"accelhal_backends.{name}")
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
+"""
+
+
+def test_backend_registrations_import_no_torch() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", BACKEND_PACKAGES_ARE_TORCH_FREE], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
