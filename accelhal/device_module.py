@@ -84,7 +84,7 @@ class DeviceModuleAccelerator(Accelerator):
     _rng_namespace: ClassVar[str | None] = None
     """Attribute of the module holding the RNG functions (``"random"`` on Gaudi); ``None``: the module."""
     _ranges_module: ClassVar[str | None] = None
-    """The module's profiler-range submodule with ``range_push``/``range_pop`` (``"nvtx"``)."""
+    """The module's profiler-range submodule with ``range_push``/``range_pop`` (``"cnpx"`` on mlu)."""
     _bf16_excludes_emulation: ClassVar[bool] = False
     """Whether ``is_bf16_supported`` takes ``including_emulation`` (passed False: emulation does not count)."""
 
