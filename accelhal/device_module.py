@@ -184,7 +184,8 @@ class DeviceModuleAccelerator(Accelerator):
 
     def is_available(self) -> bool:
         """True when at least one device is visible; counts without initialising the runtime."""
-        return bool(self._m.device_count() > 0)
+        count: int = self._m.device_count()
+        return count > 0
 
     # ------------------------------------------------------------------ RNG
     def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
