@@ -19,6 +19,7 @@ from accelhal._version import __version__
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
+    from accelhal.device_module import DeviceModuleAccelerator
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "reset_accelerator": "accelhal.selection",
     "detect": "accelhal.selection",
     "Accelerator": "accelhal.contract",
+    "DeviceModuleAccelerator": "accelhal.device_module",
     "BackendSpec": "accelhal.spec",
     "Verdict": "accelhal.spec",
     "Status": "accelhal.spec",
@@ -63,6 +65,7 @@ __all__ = [
     "reset_accelerator",
     "detect",
     "Accelerator",
+    "DeviceModuleAccelerator",
     "BackendSpec",
     "Verdict",
     "Status",
