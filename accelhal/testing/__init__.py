@@ -1,0 +1,1 @@
+"""Test helpers for accelhal and for backend authors: simulated vendor runtimes and recorded surfaces."""
