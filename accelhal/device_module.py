@@ -6,7 +6,7 @@
 and so on. A backend is a subclass that declares its names and overrides only what truly
 differs::
 
-    class NpuAccelerator(DeviceModuleAccelerator):
+    class NpuAccelerator(GraphDeviceModuleAccelerator):
         _name = device_type = "npu"
         _vendor_package = "torch_npu"          # imported first; it registers torch.npu
         _module_name = "torch.npu"
@@ -79,12 +79,8 @@ class DeviceModuleAccelerator(Accelerator):
     """What to do when the vendor package is missing or broken (shown in the error)."""
     _rng_namespace: ClassVar[str | None] = None
     """Attribute of the module holding the RNG functions (``"random"`` on Gaudi); ``None``: the module."""
-    _graph_class: ClassVar[str | None] = None
-    """The module's graph class (``"CUDAGraph"``); ``None`` where graphs are unsupported."""
     _ranges_module: ClassVar[str | None] = None
     """The module's profiler-range submodule with ``range_push``/``range_pop`` (``"nvtx"``)."""
-    _free_memory_from_driver: ClassVar[bool] = True
-    """Whether the module has ``mem_get_info`` (else available = total - allocated)."""
     _bf16_excludes_emulation: ClassVar[bool] = False
     """Whether ``is_bf16_supported`` takes ``including_emulation`` (passed False: emulation does not count)."""
 
@@ -279,11 +275,16 @@ class DeviceModuleAccelerator(Accelerator):
         return int(self._m.get_device_properties(self._index(device_index)).total_memory)
 
     def available_memory(self, device_index: int | None = None) -> int:
-        """Free bytes: the driver's figure (``mem_get_info``) where the runtime has it, else total - allocated."""
+        """Free bytes on the device as the driver reports them (``mem_get_info``)."""
+        free, _total = self._m.mem_get_info(self._index(device_index))
+        return int(free)
+
+    def available_memory_from_allocator(self, device_index: int | None = None) -> int:
+        """Total minus allocated bytes: ``available_memory`` of runtimes without ``mem_get_info``.
+
+        A backend selects it with ``available_memory = DeviceModuleAccelerator.available_memory_from_allocator``.
+        """
         index = self._index(device_index)
-        if self._free_memory_from_driver:
-            free, _total = self._m.mem_get_info(index)
-            return int(free)
         return self.total_memory(index) - self.memory_allocated(index)
 
     # ------------------------------------------------------------------ dtypes
@@ -315,29 +316,32 @@ class DeviceModuleAccelerator(Accelerator):
         self._m._lazy_call(callback)
         return None
 
-    # ------------------------------------------------------------------ graphs
+
+class GraphDeviceModuleAccelerator(DeviceModuleAccelerator):
+    """A :class:`DeviceModuleAccelerator` whose runtime captures and replays graphs.
+
+    The backend names the module's graph class; capture uses the module's
+    ``graph(g, pool=..., stream=...)`` context and ``is_current_stream_capturing()``.
+    """
+
+    _graph_class: ClassVar[str] = ""
+    """The module's graph class (``"CUDAGraph"``, ``"NPUGraph"``)."""
+
     def is_current_stream_capturing(self) -> bool:
         """True while a graph capture is in progress on the current stream."""
-        if self._graph_class is None:
-            return False
         return bool(self._m.is_current_stream_capturing())
 
     def create_graph(self) -> Any:
-        """A new graph of the runtime's graph class, or ``None`` where graphs are unsupported."""
-        if self._graph_class is None:
-            return None
+        """A new, empty graph of the runtime's graph class."""
         return getattr(self._m, self._graph_class)()
 
     def capture_to_graph(
         self, graph: Any, pool: Any = None, stream: Any = None
     ) -> contextlib.AbstractContextManager[Any]:
-        """The runtime's ``graph(g, pool, stream)`` capture context; a no-op context without graphs."""
-        if self._graph_class is None:
-            return contextlib.nullcontext()
+        """The runtime's ``graph(g, pool, stream)`` capture context."""
         context: contextlib.AbstractContextManager[Any] = self._m.graph(graph, pool=pool, stream=stream)
         return context
 
     def replay_graph(self, graph: Any) -> None:
-        """Replay a captured graph (no-op without graphs)."""
-        if self._graph_class is not None:
-            graph.replay()
+        """Replay a captured graph."""
+        graph.replay()

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, GraphDeviceModuleAccelerator
 from accelhal.spec import Capability
 
 
@@ -32,7 +32,7 @@ def _is_hip() -> bool:
     return torch.version.hip is not None
 
 
-class CudaAccelerator(DeviceModuleAccelerator):
+class CudaAccelerator(GraphDeviceModuleAccelerator):
     """NVIDIA and AMD GPUs through ``torch.cuda``."""
 
     _name = "cuda"

@@ -21,11 +21,11 @@ from typing import Any
 import torch
 
 from accelhal.contract import Accelerator
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator, GraphDeviceModuleAccelerator
 from accelhal.spec import Capability
 
 
-class HpuAccelerator(DeviceModuleAccelerator):
+class HpuAccelerator(GraphDeviceModuleAccelerator):
     """Intel Gaudi through ``habana_frameworks.torch.hpu``."""
 
     _name = "hpu"
@@ -35,7 +35,7 @@ class HpuAccelerator(DeviceModuleAccelerator):
     _install_hint = "install the Intel Gaudi software stack (habana-torch-plugin)"
     _rng_namespace = "random"
     _graph_class = "HPUGraph"
-    _free_memory_from_driver = False
+    available_memory = DeviceModuleAccelerator.available_memory_from_allocator
     _communication_backend_name = "hccl"
     _visible_devices_envs = ("HABANA_VISIBLE_MODULES",)
     _default_compile_backend = "hpu_backend"

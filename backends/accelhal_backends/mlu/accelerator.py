@@ -8,11 +8,11 @@ member keeps the contract's signature (``initial_seed()`` without a ``seed`` arg
 
 from __future__ import annotations
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator, GraphDeviceModuleAccelerator
 from accelhal.spec import Capability
 
 
-class MluAccelerator(DeviceModuleAccelerator):
+class MluAccelerator(GraphDeviceModuleAccelerator):
     """Cambricon MLUs through ``torch.mlu``."""
 
     _name = "mlu"
@@ -22,7 +22,7 @@ class MluAccelerator(DeviceModuleAccelerator):
     _install_hint = "install torch_mlu and the Cambricon Neuware SDK"
     _graph_class = "MLUGraph"
     _ranges_module = "cnpx"
-    _free_memory_from_driver = False
+    available_memory = DeviceModuleAccelerator.available_memory_from_allocator
     _communication_backend_name = "cncl"
     _visible_devices_envs = ("MLU_VISIBLE_DEVICES",)
     _export_envs = ("NEUWARE_HOME", "CNCL", "LD_LIBRARY", "PATH")

@@ -8,7 +8,7 @@ Fixed from DeepSpeed: ``supported_dtypes()`` lists bfloat16 only where
 
 from __future__ import annotations
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, GraphDeviceModuleAccelerator
 from accelhal.spec import Capability
 
 ACL_SUCCESS = 0
@@ -16,7 +16,7 @@ ACL_HOST_REG_MAPPED = 0x2
 """Page-lock and map into the device; keeps full DMA bandwidth (needs 4 KiB-aligned addresses)."""
 
 
-class NpuAccelerator(DeviceModuleAccelerator):
+class NpuAccelerator(GraphDeviceModuleAccelerator):
     """Huawei Ascend NPUs through ``torch.npu``."""
 
     _name = "npu"

@@ -20,7 +20,6 @@ class SdaaAccelerator(DeviceModuleAccelerator):
     _vendor_package = "torch_sdaa"
     _module_name = "torch.sdaa"
     _install_hint = "install torch_sdaa and the Tecorigin runtime"
-    _free_memory_from_driver = False
     _communication_backend_name = "tccl"
     _visible_devices_envs = ("SDAA_VISIBLE_DEVICES",)
     _export_envs = ("NCCL", "LD_LIBRARY", "PATH")
@@ -28,3 +27,4 @@ class SdaaAccelerator(DeviceModuleAccelerator):
     # torch.sdaa documents no get_device_name/get_device_capability: the contract's answers
     device_description = Accelerator.device_description
     device_capability = Accelerator.device_capability
+    available_memory = DeviceModuleAccelerator.available_memory_from_allocator
