@@ -29,6 +29,7 @@ paths beyond what torch validates.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -42,6 +43,7 @@ from accelhal.probing import import_device_module
 from accelhal.spec import Capability
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 
 DEVICE_CAPABILITIES: frozenset[Capability] = frozenset(
     {
@@ -55,17 +57,18 @@ DEVICE_CAPABILITIES: frozenset[Capability] = frozenset(
 """What every torch.cuda-shaped runtime has; backends add graphs, ranges, host registration."""
 
 
-class _DeviceNames(dict[int, str]):
-    """``index -> "<type>:<index>"``, built on first use, so naming a device is one dict lookup."""
+class _PerIndex(dict[Any, _V]):
+    """``index -> make(index)``, built (and validated) on first use: later lookups are one dict read."""
 
-    def __init__(self, device_type: str) -> None:
+    def __init__(self, make: Callable[[int], _V]) -> None:
         super().__init__()
-        self.device_type = device_type
+        self.make = make
 
-    def __missing__(self, index: int) -> str:
-        name = f"{self.device_type}:{index}"
-        self[index] = name
-        return name
+    def __missing__(self, index: Any) -> _V:
+        value = self.make(_check_index(index))
+        if type(index) is int:
+            self[index] = value
+        return value
 
 
 class DeviceModuleAccelerator(Accelerator):
@@ -109,7 +112,8 @@ class DeviceModuleAccelerator(Accelerator):
             ) from exc
         self._m: Any = module
         self._rng: Any = module if self._rng_namespace is None else getattr(module, self._rng_namespace)
-        self._names = _DeviceNames(self.device_type)
+        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
+        self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
         for name, source in self.bound_members().items():
             setattr(self, name, getattr(module if source == "module" else self._rng, name))
 
@@ -144,6 +148,14 @@ class DeviceModuleAccelerator(Accelerator):
         return f"{major}.{minor}"
 
     # ------------------------------------------------------------------ devices
+    def device_name(self, device_index: int | None = None) -> str:
+        """``"<type>"`` for ``None``, ``"<type>:<index>"`` otherwise (cached per index)."""
+        return self.device_type if device_index is None else self._names[device_index]
+
+    def device(self, device_index: int | None = None) -> torch.device:
+        """The ``torch.device`` of ``device_index`` (the current device when ``None``), cached per index."""
+        return self._devices[self.current_device() if device_index is None else device_index]
+
     def set_device(self, device_index: int) -> None:
         """Make ``device_index`` current (the module's ``set_device``)."""
         self._m.set_device(device_index)
