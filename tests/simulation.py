@@ -40,13 +40,25 @@ def run_python(site: Path, code: str, devices: int = 2, **env: str) -> dict[str,
 
 
 DETECT = """
-import json, accelhal
-report = accelhal.detect()
-print(json.dumps({
-    "chosen": report.chosen, "rule": report.rule, "error": report.error,
-    "candidates": {c.name: {"status": c.status.value, "reason": c.reason, "hint": c.hint} for c in report.candidates},
-}))
+import json, os, accelhal
+
+def summary():
+    report = accelhal.detect()
+    return {
+        "chosen": report.chosen, "rule": report.rule, "error": report.error,
+        "candidates": {c.name: {"status": c.status.value, "reason": c.reason, "hint": c.hint}
+                       for c in report.candidates},
+    }
+
+result = summary()
+force = os.environ.get("FORCE_AFTERWARDS")
+if force:  # the same runtime, selection forced by name
+    os.environ["ACCELHAL_ACCELERATOR"] = force
+    accelhal.reset_accelerator()
+    result["forced"] = summary()
+print(json.dumps(result))
 """
+"""Prints the detection as JSON; with ``FORCE_AFTERWARDS=<name>`` also the detection forced to that backend."""
 
 CHECKS = "from tests.backend_checks import main; main()"
 """Runs :mod:`tests.backend_checks` on the selected accelerator and prints its results with the detection."""

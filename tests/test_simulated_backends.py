@@ -29,21 +29,13 @@ def test_selected_by_priority_and_passes_the_behavioural_checks(vendor: str, tmp
 
 
 @pytest.mark.parametrize("vendor", SIMULATED)
-def test_forced_by_variable(vendor: str, tmp_path: Path) -> None:
-    site = simulated_site(tmp_path, (vendor,))
-    report = run_python(site, DETECT, ACCELHAL_ACCELERATOR=vendor.upper())
-    assert (report["chosen"], report["rule"]) == (vendor, "ACCELHAL_ACCELERATOR")
-
-
-@pytest.mark.parametrize("vendor", SIMULATED)
 def test_runtime_without_devices_is_no_device_and_selection_falls_back(vendor: str, tmp_path: Path) -> None:
-    site = simulated_site(tmp_path, (vendor,))
-    report = run_python(site, DETECT, devices=0)
+    report = run_python(simulated_site(tmp_path, (vendor,)), DETECT, devices=0, FORCE_AFTERWARDS=vendor)
     candidate = report["candidates"][vendor]
     assert candidate["status"] == "no-device"
     assert "device_count() is 0" in candidate["reason"] and candidate["hint"]
     assert (report["chosen"], report["rule"]) == ("cpu", "fallback")
-    forced = run_python(site, DETECT, devices=0, ACCELHAL_ACCELERATOR=vendor)
+    forced = report["forced"]
     assert forced["chosen"] is None and "device_count() is 0" in forced["error"]
 
 
@@ -58,20 +50,16 @@ def test_higher_priority_wins_when_two_runtimes_are_present(tmp_path: Path) -> N
 
 def test_broken_vendor_stack_is_a_verdict_with_a_hint_and_selection_goes_on(tmp_path: Path) -> None:
     site = simulated_site(tmp_path, broken={"torch_npu": LIBHCCL})
-    report = run_python(site, DETECT)
+    report = run_python(site, DETECT, FORCE_AFTERWARDS="npu")
     npu = report["candidates"]["npu"]
     assert npu["status"] == "broken"
     assert npu["reason"] == f"import torch_npu failed: ImportError: {LIBHCCL}"
     assert "set_env.sh" in npu["hint"]
     assert (report["chosen"], report["rule"]) == ("cpu", "fallback")
-
-
-def test_broken_vendor_stack_forced_is_an_error_naming_the_cause(tmp_path: Path) -> None:
-    site = simulated_site(tmp_path, broken={"torch_npu": LIBHCCL})
-    report = run_python(site, DETECT, ACCELHAL_ACCELERATOR="npu")
-    assert report["chosen"] is None
-    assert "BackendUnavailableError" in report["error"] and "libhccl.so" in report["error"]
-    assert "set_env.sh" in report["error"]
+    forced = report["forced"]  # forcing it is an error naming the cause, never a fallback
+    assert forced["chosen"] is None
+    assert "BackendUnavailableError" in forced["error"] and "libhccl.so" in forced["error"]
+    assert "set_env.sh" in forced["error"]
 
 
 def test_broken_stack_does_not_hide_a_working_lower_priority_one(tmp_path: Path) -> None:
@@ -85,12 +73,13 @@ MEMORY_AND_HOST = """
 import json, accelhal
 from accelhal.testing import simulated
 acc = accelhal.get_accelerator()
+rule = accelhal.detect().rule
 before = acc.memory_allocated()
 simulated.RUNTIME.allocate(4096)
 grown = acc.memory_allocated()
 peak = acc.max_memory_allocated()
 simulated.RUNTIME.free(4096)
-out = {"before": before, "grown": grown, "peak": peak, "after": acc.memory_allocated(),
+out = {"name": acc.name, "rule": rule, "before": before, "grown": grown, "peak": peak, "after": acc.memory_allocated(),
        "available": acc.available_memory(), "total": acc.total_memory()}
 if acc.name == "npu":
     out["aligned"] = acc.pin_memory_alignment()
@@ -106,8 +95,9 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("vendor", SIMULATED)
-def test_memory_figures_follow_the_runtime(vendor: str, tmp_path: Path) -> None:
-    result = run_python(simulated_site(tmp_path, (vendor,)), MEMORY_AND_HOST)
+def test_forced_by_variable_with_memory_figures_that_follow_the_runtime(vendor: str, tmp_path: Path) -> None:
+    result = run_python(simulated_site(tmp_path, (vendor,)), MEMORY_AND_HOST, ACCELHAL_ACCELERATOR=vendor.upper())
+    assert (result["name"], result["rule"]) == (vendor, "ACCELHAL_ACCELERATOR")
     assert result["grown"] == result["before"] + 4096
     assert result["peak"] >= result["grown"]
     assert result["after"] == result["before"]
