@@ -37,7 +37,9 @@ class DeviceTests(SuiteBase):
 
     def test_names_agree_with_devices(self, accelerator: Accelerator) -> None:
         kind = accelerator.device_type
-        expect(accelerator.device_name() == kind, "device_name()", f"the device type {kind!r}", accelerator.device_name())
+        expect(
+            accelerator.device_name() == kind, "device_name()", f"the device type {kind!r}", accelerator.device_name()
+        )
         current = accelerator.current_device()
         expect(
             torch.device(accelerator.current_device_name()) == accelerator.device(),
@@ -74,7 +76,12 @@ class DeviceTests(SuiteBase):
                 )
         finally:
             accelerator.set_device(original)
-        expect(accelerator.current_device() == original, "set_device()", f"to restore {original}", accelerator.current_device())
+        expect(
+            accelerator.current_device() == original,
+            "set_device()",
+            f"to restore {original}",
+            accelerator.current_device(),
+        )
 
     def test_synchronize(self, accelerator: Accelerator) -> None:
         expect(accelerator.synchronize() is None, "synchronize()", "None", accelerator.synchronize())

@@ -8,7 +8,11 @@ import torch
 from accelhal.contract import Accelerator
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
 
-SUPPORT_QUERIES = {"is_fp16_supported": torch.float16, "is_bf16_supported": torch.bfloat16, "is_fp64_supported": torch.float64}
+SUPPORT_QUERIES = {
+    "is_fp16_supported": torch.float16,
+    "is_bf16_supported": torch.bfloat16,
+    "is_fp64_supported": torch.float64,
+}
 FACTORIES = {
     "FloatTensor": torch.float32,
     "LongTensor": torch.int64,
@@ -84,4 +88,9 @@ class DtypeTests(SuiteBase):
         tensor = getattr(accelerator, member)([1, 2])
         expect_type(tensor, f"{member}([1, 2])", torch.Tensor)
         expect(tensor.dtype == FACTORIES[member], f"{member}([1, 2])", f"dtype {FACTORIES[member]}", tensor.dtype)
-        expect(accelerator.on_accelerator(tensor), f"{member}([1, 2])", f"a tensor on {accelerator.device_type}", tensor.device)
+        expect(
+            accelerator.on_accelerator(tensor),
+            f"{member}([1, 2])",
+            f"a tensor on {accelerator.device_type}",
+            tensor.device,
+        )

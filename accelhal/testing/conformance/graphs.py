@@ -44,7 +44,12 @@ class GraphTests(SuiteBase):
         accelerator.replay_graph(graph)
         accelerator.synchronize()
         expected = (torch.full((8,), 3.0) * 2 + 1).tolist()
-        expect(target.cpu().tolist() == expected, "replay_graph(graph)", f"the eager result {expected}", target.cpu().tolist())
+        expect(
+            target.cpu().tolist() == expected,
+            "replay_graph(graph)",
+            f"the eager result {expected}",
+            target.cpu().tolist(),
+        )
 
     def test_graphs_absent_are_a_no_op(self, accelerator: Accelerator) -> None:
         self.require_absent(accelerator, Capability.GRAPHS)

@@ -51,7 +51,12 @@ class IdentityTests(SuiteBase):
 
     def test_name_and_device_type(self, accelerator: Accelerator) -> None:
         expect_type(accelerator.name, "name", str)
-        expect(accelerator.name == accelerator._name, "name", f"the same as _name ({accelerator._name!r})", accelerator.name)
+        expect(
+            accelerator.name == accelerator._name,
+            "name",
+            f"the same as _name ({accelerator._name!r})",
+            accelerator.name,
+        )
         expect(bool(accelerator.device_type), "device_type", "a non-empty torch device type", accelerator.device_type)
         capabilities = accelerator.capabilities
         expect(

@@ -26,8 +26,18 @@ class OpBuilderTests(SuiteBase):
 
     def test_unknown_builder_raises_on_load(self, accelerator: Accelerator) -> None:
         builder = accelerator.create_op_builder(UNKNOWN)
-        expect(isinstance(builder, NotImplementedBuilder), f"create_op_builder({UNKNOWN!r})", "a NotImplementedBuilder instance", builder)
-        expect(builder.is_compatible() is False, f"create_op_builder({UNKNOWN!r}).is_compatible()", "False", builder.is_compatible())
+        expect(
+            isinstance(builder, NotImplementedBuilder),
+            f"create_op_builder({UNKNOWN!r})",
+            "a NotImplementedBuilder instance",
+            builder,
+        )
+        expect(
+            builder.is_compatible() is False,
+            f"create_op_builder({UNKNOWN!r}).is_compatible()",
+            "False",
+            builder.is_compatible(),
+        )
         with pytest.raises(UnsupportedFeatureError, match=UNKNOWN):
             builder.load()
 

@@ -21,7 +21,9 @@ def run_isolated(*args: str) -> dict[str, Any]:
         [sys.executable, "-m", "accelhal.testing.isolated", *args], capture_output=True, text=True, env=env, timeout=300
     )
     if done.returncode != 0:
-        raise AssertionError(f"accelhal.testing.isolated {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise AssertionError(
+            f"accelhal.testing.isolated {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
+        )
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -52,4 +54,9 @@ class ProcessTests(SuiteBase):
         expect("error" not in result, "fork after detection", "the child to use the device", result.get("error"))
         expect(result["exitcode"] == 0, "fork after detection", "the child to exit with 0", result["exitcode"])
         if tensors:
-            expect(result["sum"] == 8.0, "fork after detection", "the child to compute (ones(4) * 2).sum() == 8", result["sum"])
+            expect(
+                result["sum"] == 8.0,
+                "fork after detection",
+                "the child to compute (ones(4) * 2).sum() == 8",
+                result["sum"],
+            )

@@ -45,7 +45,12 @@ class RngTests(SuiteBase):
         try:
             accelerator.manual_seed(1234)
             first = accelerator.get_rng_state()
-            expect(accelerator.initial_seed() == 1234, "initial_seed()", "1234 after manual_seed(1234)", accelerator.initial_seed())
+            expect(
+                accelerator.initial_seed() == 1234,
+                "initial_seed()",
+                "1234 after manual_seed(1234)",
+                accelerator.initial_seed(),
+            )
             accelerator.manual_seed(99)
             accelerator.manual_seed(1234)
             expect(
@@ -55,7 +60,12 @@ class RngTests(SuiteBase):
                 accelerator.get_rng_state(),
             )
             accelerator.manual_seed_all(4321)
-            expect(accelerator.initial_seed() == 4321, "initial_seed()", "4321 after manual_seed_all(4321)", accelerator.initial_seed())
+            expect(
+                accelerator.initial_seed() == 4321,
+                "initial_seed()",
+                "4321 after manual_seed_all(4321)",
+                accelerator.initial_seed(),
+            )
         finally:
             accelerator.set_rng_state(saved)
 
@@ -67,7 +77,12 @@ class RngTests(SuiteBase):
             first = torch.rand(8, device=accelerator.device()).cpu()
             accelerator.manual_seed(1234)
             second = torch.rand(8, device=accelerator.device()).cpu()
-            expect(torch.equal(first, second), "manual_seed(1234)", f"the same draws twice ({first.tolist()})", second.tolist())
+            expect(
+                torch.equal(first, second),
+                "manual_seed(1234)",
+                f"the same draws twice ({first.tolist()})",
+                second.tolist(),
+            )
         finally:
             accelerator.set_rng_state(saved)
 

@@ -19,7 +19,9 @@ class StreamTests(SuiteBase):
     def test_stream_is_a_context_manager(self, accelerator: Accelerator) -> None:
         current = accelerator.current_stream()
         context: Any = accelerator.stream(current)
-        expect(_is_context_manager(context), "stream(current_stream())", "a context manager (__enter__/__exit__)", context)
+        expect(
+            _is_context_manager(context), "stream(current_stream())", "a context manager (__enter__/__exit__)", context
+        )
         with context:
             pass
 
@@ -31,13 +33,25 @@ class StreamTests(SuiteBase):
         stream = stream_class()
         before = accelerator.current_stream()
         with accelerator.stream(stream):
-            expect(accelerator.current_stream() == stream, "current_stream()", "the stream entered with stream(s)", accelerator.current_stream())
-        expect(accelerator.current_stream() == before, "stream(s)", "to restore the previous stream on exit", accelerator.current_stream())
+            expect(
+                accelerator.current_stream() == stream,
+                "current_stream()",
+                "the stream entered with stream(s)",
+                accelerator.current_stream(),
+            )
+        expect(
+            accelerator.current_stream() == before,
+            "stream(s)",
+            "to restore the previous stream on exit",
+            accelerator.current_stream(),
+        )
         expect(accelerator.default_stream() is not None, "default_stream()", "a stream", None)
 
     def test_streams_absent_are_none(self, accelerator: Accelerator) -> None:
         self.require_absent(accelerator, Capability.STREAMS)
-        expect(accelerator.Stream is None, "Stream", "None (the backend does not declare 'streams')", accelerator.Stream)
+        expect(
+            accelerator.Stream is None, "Stream", "None (the backend does not declare 'streams')", accelerator.Stream
+        )
 
     def test_event_records(self, accelerator: Accelerator) -> None:
         self.require(accelerator, Capability.EVENTS)
