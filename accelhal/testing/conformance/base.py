@@ -21,9 +21,16 @@ def allocation_problem(accelerator: Accelerator) -> str | None:
             tensor = torch.zeros(1, device=accelerator.device())
             problem = None if tensor.cpu().item() == 0 else f"a zero tensor on {tensor.device} read back non-zero"
         except Exception as exc:  # any failure means: no tensors here
-            problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            problem = first_line(exc)
         _ALLOCATION[accelerator] = problem
     return _ALLOCATION[accelerator]
+
+
+def first_line(exc: BaseException, limit: int = 120) -> str:
+    """``"Type: first line of the message"``, cut to ``limit`` characters."""
+    lines = str(exc).strip().splitlines()
+    text = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def describe(value: object) -> str:

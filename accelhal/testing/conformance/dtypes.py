@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from accelhal.contract import Accelerator
-from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
+from accelhal.testing.conformance.base import SuiteBase, expect, expect_type, first_line
 
 SUPPORT_QUERIES = {
     "is_fp16_supported": torch.float16,
@@ -35,7 +35,7 @@ def _round_trip_problem(dtype: torch.dtype, device: torch.device) -> str | None:
         on_device = values.to(device=device, dtype=dtype)
         back = (on_device + on_device).to("cpu", torch.float32)
     except Exception as exc:  # any failure is the finding
-        return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return first_line(exc)
     if not torch.equal(back, values * 2):
         return f"x + x read back as {back.tolist()}, expected {(values * 2).tolist()}"
     return None
