@@ -26,7 +26,7 @@ class BrokenAccelerator(CpuAccelerator):
         return str(super().current_device())  # type: ignore[return-value]
 
     @property
-    def Event(self) -> Any:  # noqa: N802
+    def Event(self) -> Any:
         """Fault: the runtime has no Event class, so the member is missing."""
         return runtime.Event  # type: ignore[attr-defined]
 
