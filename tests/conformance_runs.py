@@ -44,14 +44,19 @@ def _outcome(case: ET.Element) -> Outcome:
     return Outcome("passed", "")
 
 
-def run_pytest(tmp: Path, *args: str, pythonpath: tuple[Path, ...] = (), **env: str) -> Run:
-    """Run ``python -m pytest ARGS`` in ``tmp`` (a directory without configuration) and collect outcomes."""
+def run_pytest(
+    tmp: Path, *args: str, pythonpath: tuple[Path, ...] = (), launcher: tuple[str, ...] = ("-m", "pytest"), **env: str
+) -> Run:
+    """Run ``python -m pytest ARGS`` in ``tmp`` (a directory without configuration) and collect outcomes.
+
+    ``launcher`` replaces ``-m pytest`` (e.g. a ``-c`` script calling ``run_suite`` with ``sys.argv[1:]``).
+    """
     report = tmp / "report.xml"
     environ = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN) and k != "PYTHONPATH"}
     if pythonpath:
         environ["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
     environ.update(env)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs", f"--junitxml={report}", *args]
+    command = [sys.executable, *launcher, "-p", "no:cacheprovider", "-rs", f"--junitxml={report}", *args]
     done = subprocess.run(command, cwd=tmp, env=environ, capture_output=True, text=True, timeout=600)
     outcomes: dict[str, Outcome] = {}
     if report.exists():
