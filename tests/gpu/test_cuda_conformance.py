@@ -1,4 +1,6 @@
-"""The conformance suite on the cuda backend: on the GPU machine, ``python3 -m pytest tests/gpu/test_cuda_conformance.py -rs``.
+"""The conformance suite on the cuda backend.
+
+On the GPU machine: ``python3 -m pytest tests/gpu/test_cuda_conformance.py -rs``.
 
 Skipped (with the reason) where no CUDA device is visible. The probe-cost and fork-safety
 tests run in fresh subprocesses, so it does not matter that this process initialises CUDA.
