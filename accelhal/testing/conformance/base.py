@@ -33,6 +33,11 @@ def first_line(exc: BaseException, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def is_context_manager(value: object) -> bool:
+    """Whether ``value`` can be used in a ``with`` statement."""
+    return hasattr(value, "__enter__") and hasattr(value, "__exit__")
+
+
 def describe(value: object) -> str:
     """``value`` with its type, for failure messages: ``'0' (str)``."""
     return f"{value!r} ({type(value).__qualname__})"
@@ -81,6 +86,15 @@ class SuiteBase:
         problem = allocation_problem(accelerator)
         if problem is not None:
             pytest.skip(f"the {accelerator.name!r} backend cannot hold a tensor here ({problem}); needs a real device")
+
+    @classmethod
+    def declared_class(cls, accelerator: Accelerator, member: str, capability: Capability) -> type[Any]:
+        """``accelerator.<member>`` (``Stream``/``Event``), which must be a class where ``capability`` is declared."""
+        cls.require(accelerator, capability)
+        value = getattr(accelerator, member)
+        expect(isinstance(value, type), member, f"a class (the backend declares {capability.value!r})", value)
+        klass: type[Any] = value
+        return klass
 
     @staticmethod
     def call(accelerator: Accelerator, member: str, *args: Any) -> Any:

@@ -8,11 +8,7 @@ import torch
 
 from accelhal.contract import Accelerator
 from accelhal.spec import Capability
-from accelhal.testing.conformance.base import SuiteBase, expect
-
-
-def _is_context_manager(value: object) -> bool:
-    return hasattr(value, "__enter__") and hasattr(value, "__exit__")
+from accelhal.testing.conformance.base import SuiteBase, expect, is_context_manager
 
 
 class GraphTests(SuiteBase):
@@ -23,7 +19,7 @@ class GraphTests(SuiteBase):
         graph = accelerator.create_graph()
         expect(graph is not None, "create_graph()", "a graph object (the backend declares 'graphs')", graph)
         context = accelerator.capture_to_graph(graph)
-        expect(_is_context_manager(context), "capture_to_graph(graph)", "a context manager", context)
+        expect(is_context_manager(context), "capture_to_graph(graph)", "a context manager", context)
         capturing = accelerator.is_current_stream_capturing()
         expect(capturing is False, "is_current_stream_capturing()", "False outside a capture", capturing)
 
@@ -57,7 +53,7 @@ class GraphTests(SuiteBase):
         expect(graph is None, "create_graph()", "None (the backend does not declare 'graphs')", graph)
         ran: list[Any] = []
         context = accelerator.capture_to_graph(graph)
-        expect(_is_context_manager(context), "capture_to_graph(None)", "a no-op context manager", context)
+        expect(is_context_manager(context), "capture_to_graph(None)", "a no-op context manager", context)
         with context:
             ran.append(accelerator.is_current_stream_capturing())
         expect(ran == [False], "capture_to_graph(None)", "to run its body eagerly, not capturing", ran)

@@ -6,11 +6,7 @@ from typing import Any
 
 from accelhal.contract import Accelerator
 from accelhal.spec import Capability
-from accelhal.testing.conformance.base import SuiteBase, expect
-
-
-def _is_context_manager(value: object) -> bool:
-    return hasattr(value, "__enter__") and hasattr(value, "__exit__")
+from accelhal.testing.conformance.base import SuiteBase, expect, is_context_manager
 
 
 class StreamTests(SuiteBase):
@@ -20,17 +16,13 @@ class StreamTests(SuiteBase):
         current = accelerator.current_stream()
         context: Any = accelerator.stream(current)
         expect(
-            _is_context_manager(context), "stream(current_stream())", "a context manager (__enter__/__exit__)", context
+            is_context_manager(context), "stream(current_stream())", "a context manager (__enter__/__exit__)", context
         )
         with context:
             pass
 
     def test_user_stream_becomes_current(self, accelerator: Accelerator) -> None:
-        self.require(accelerator, Capability.STREAMS)
-        stream_class = accelerator.Stream
-        expect(isinstance(stream_class, type), "Stream", "a class (the backend declares 'streams')", stream_class)
-        assert stream_class is not None
-        stream = stream_class()
+        stream = self.declared_class(accelerator, "Stream", Capability.STREAMS)()
         before = accelerator.current_stream()
         with accelerator.stream(stream):
             expect(
@@ -54,11 +46,7 @@ class StreamTests(SuiteBase):
         )
 
     def test_event_records(self, accelerator: Accelerator) -> None:
-        self.require(accelerator, Capability.EVENTS)
-        event_class = accelerator.Event
-        expect(isinstance(event_class, type), "Event", "a class (the backend declares 'events')", event_class)
-        assert event_class is not None
-        event = event_class()
+        event = self.declared_class(accelerator, "Event", Capability.EVENTS)()
         event.record()
         event.synchronize()
         expect(event.query() is True, "Event().query()", "True after record() and synchronize()", event.query())
@@ -68,10 +56,7 @@ class StreamTests(SuiteBase):
         expect(accelerator.Event is None, "Event", "None (the backend does not declare 'events')", accelerator.Event)
 
     def test_event_timing(self, accelerator: Accelerator) -> None:
-        self.require(accelerator, Capability.EVENT_TIMING)
-        event_class = accelerator.Event
-        expect(isinstance(event_class, type), "Event", "a class (the backend declares 'event-timing')", event_class)
-        assert event_class is not None
+        event_class = self.declared_class(accelerator, "Event", Capability.EVENT_TIMING)
         start, end = event_class(enable_timing=True), event_class(enable_timing=True)
         start.record()
         end.record()
