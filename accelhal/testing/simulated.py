@@ -289,16 +289,16 @@ class SimulatedRuntime:
                 gen.manual_seed(seed)
 
         @contextlib.contextmanager
-        def stream(s: Any) -> Iterator[None]:
-            if s is None:
+        def stream(stream: Any) -> Iterator[None]:  # the real modules' argument name
+            if stream is None:
                 yield
                 return
-            previous = rt.current_streams[s.device_index]
-            rt.current_streams[s.device_index] = s
+            previous = rt.current_streams[stream.device_index]
+            rt.current_streams[stream.device_index] = stream
             try:
                 yield
             finally:
-                rt.current_streams[s.device_index] = previous
+                rt.current_streams[stream.device_index] = previous
 
         def set_stream(s: Any) -> None:
             if s is not None:
