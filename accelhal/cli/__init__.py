@@ -1,0 +1,82 @@
+"""The ``accelhal`` command: what accelhal sees on this machine, and why it chose that.
+
+Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Schemas):
+
+- ``info``: the active backend, how it was chosen, its devices and features;
+- ``list``: every registered backend in priority order, with its verdict;
+- ``explain [NAME]``: why the active backend won, or why ``NAME`` did not;
+- ``doctor``: finds problems and says how to fix each (exit status 1 if any);
+- ``check [NAME]``: runs the conformance suite against a backend;
+- ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs.
+
+User mistakes (a bad variable, an unknown or unavailable backend) print one
+``accelhal: error:`` message and exit with status 2, never a traceback.
+
+Example::
+
+    $ accelhal explain cuda
+    $ ACCELHAL_ACCELERATOR=cpu accelhal info --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from accelhal._version import __version__
+from accelhal.cli import check, doctor, explain, info, listing, schema
+
+USAGE_ERROR = 2
+"""Exit status of a user mistake (as argparse uses for a bad command line)."""
+
+_SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser: global options and one subparser per subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="accelhal",
+        description="What accelhal sees on this machine, and why it chose that.",
+        epilog="Every subcommand takes --json; 'accelhal schema' prints the JSON Schemas.",
+    )
+    parser.add_argument("--version", action="version", version=f"accelhal {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print accelhal's log messages (to stderr)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    json_flag = argparse.ArgumentParser(add_help=False)
+    json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
+    for module in _SUBCOMMANDS:
+        module.add_parser(sub, json_flag)
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Keep accelhal's own warnings off the screen unless ``--verbose``: the output says it all."""
+    logger = logging.getLogger("accelhal")
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        logger.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
+    logger.addHandler(handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (``sys.argv[1:]`` by default); returns the exit status."""
+    from accelhal.cli import render
+    from accelhal.errors import AccelhalError
+
+    args = build_parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.handler(args))
+    except AccelhalError as exc:
+        render.error(str(exc))
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `accelhal list | head`
+        sys.stderr.close()
+        return 0
