@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 
+from rich.text import Text
+
 from accelhal.cli import render
 from accelhal.cli_models import BackendEntry, ListOutput
 from accelhal.plugins import Registry
@@ -71,19 +73,18 @@ def collect() -> ListOutput:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the backends, the plugins and the failures."""
+    """Print the backends, the plugins and the failures; exit status 1 when selection failed."""
     output = collect()
+    status = 0 if output.error is None else 1
     if args.json:
         render.print_json(output)
-        return 0
+        return status
     out = render.console()
-    backends = render.table(out, "#", "backend", "prio", "source", "verdict", "reason", title="Backends")
+    backends = render.table(out, "#", "backend / source", "prio", "verdict", "reason", title="Backends")
     for entry in output.backends:
-        name = f"{entry.name} *" if entry.active else entry.name
+        name = Text.assemble(entry.name + (" *" if entry.active else ""), "\n", (entry.source, "dim"))
         reason = entry.reason + (f" (hint: {entry.hint})" if entry.hint else "")
-        backends.add_row(
-            str(entry.rank), name, str(entry.priority), entry.source, render.styled(entry.status.value), reason
-        )
+        backends.add_row(str(entry.rank), name, str(entry.priority), render.styled(entry.status.value), reason)
     out.print(backends)
     if output.chosen:
         out.print(f"* active: {output.chosen} (chosen by {output.rule})")
@@ -99,4 +100,4 @@ def run(args: argparse.Namespace) -> int:
         for failure in output.failures:
             failures.add_row(failure.plugin, failure.stage, failure.backend or "-", failure.detail)
         out.print(failures)
-    return 0
+    return status

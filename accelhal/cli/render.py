@@ -47,9 +47,12 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def table(out: Console, *columns: str, title: str | None = None) -> Table:
-    """A table with ``columns``: rounded on a terminal, ASCII when piped."""
+    """A table with ``columns``: rounded on a terminal, ASCII when piped; long cells wrap, never cut."""
     shape = box.ROUNDED if out.is_terminal else box.ASCII
-    return Table(*columns, title=title, box=shape, title_justify="left", expand=False)
+    drawn = Table(*columns, title=title, box=shape, title_justify="left", expand=False)
+    for column in drawn.columns:
+        column.overflow = "fold"
+    return drawn
 
 
 def styled(value: str) -> Text:
