@@ -144,9 +144,23 @@ def _check_torch_import(ctx: Context) -> None:
 
 
 def _check_selection(ctx: Context) -> None:
+    from accelhal.plugins import describe_exception
     from accelhal.selection import detect
 
-    ctx.report = report = detect()
+    if not ctx.torch_imports:
+        return  # selection needs torch; the torch problem above is the one to fix first
+    try:
+        ctx.report = report = detect()
+    except Exception as exc:  # the doctor reports a crash deep inside selection, it does not repeat it
+        ctx.problems.append(
+            Problem(
+                code="selection-failed",
+                title="selecting a backend crashed",
+                detail=describe_exception(exc),
+                fix="report this to the distribution named in the error (or to accelhal)",
+            )
+        )
+        return
     if report.error is None or ctx.settings is None:
         return  # a bad variable is already reported
     forced = ctx.settings.accelerator
