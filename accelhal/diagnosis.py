@@ -165,14 +165,21 @@ def _check_selection(ctx: Context) -> None:
         return  # a bad variable is already reported
     forced = ctx.settings.accelerator
     if forced is not None:
+        from accelhal.selection import registry
+
         variable = ctx.settings.accelerator_variable
+        known = registry().names()
+        remedy = (
+            f"make {forced!r} usable ('accelhal explain {forced}' says why it is not)"
+            if forced in known
+            else f"set it to one of: {', '.join(known)}"
+        )
         ctx.problems.append(
             Problem(
                 code="forced-unavailable",
                 title=f"{variable} forces {forced!r}, which cannot be used here",
                 detail=report.error,
-                fix=f"unset {variable} to let accelhal choose, or make {forced!r} usable "
-                f"('accelhal explain {forced}' says why it is not)",
+                fix=f"unset {variable} to let accelhal choose, or {remedy}",
             )
         )
     else:

@@ -68,7 +68,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     from accelhal.cli import render
     from accelhal.errors import AccelhalError
 
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:  # what follows '--' is for pytest (accelhal check)
+        split = argv.index("--")
+        argv, passthrough = argv[:split], argv[split + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if passthrough:
+        if args.command != "check":
+            parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
+        args.pytest_args = passthrough
     _configure_logging(args.verbose)
     try:
         return int(args.handler(args))

@@ -34,10 +34,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_fl
         help="run the conformance suite against the active or named backend",
         description="Run accelhal's conformance suite (accelhal.testing) against a backend, with live "
         "progress and a summary table. Arguments after '--' are passed to pytest.",
+        usage="accelhal check [-h] [--json] [NAME] [-- PYTEST_ARGS ...]",
     )
     parser.add_argument("name", nargs="?", metavar="NAME", help="the backend to check (default: the active one)")
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, pytest_args=[])
 
 
 class Tally:
@@ -132,8 +132,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the suite and print the summary; the exit status is the suite's."""
     run_suite = load_run_suite()
     backend = resolve_backend(args.name)
-    extra = [a for a in args.pytest_args if a != "--"]
-    output = run_check(backend, run_suite, extra, live=not args.json)
+    output = run_check(backend, run_suite, args.pytest_args, live=not args.json)
     if args.json:
         render.print_json(output)
         return output.exit_code
@@ -146,6 +145,6 @@ def run(args: argparse.Namespace) -> int:
     if output.failures:
         failed = render.table(out, "test", "message", title="Failures")
         for failure in output.failures:
-            failed.add_row(failure.nodeid, failure.message)
+            failed.add_row(failure.nodeid.rpartition("/")[2], failure.message)
         out.print(failed)
     return output.exit_code

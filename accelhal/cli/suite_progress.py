@@ -3,6 +3,9 @@
 ``accelhal check`` passes ``-p accelhal.cli.suite_progress`` to the suite and sets
 :data:`LISTENER` first; pytest then calls the hooks below for every test. When the
 suite runs in another process the listener is unset and the hooks do nothing.
+
+(PYTEST_DONT_REWRITE: this module is imported before pytest starts; there is nothing
+to rewrite in it.)
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ LISTENER: Listener | None = None
 
 
 def _message(report: pytest.TestReport) -> str:
-    text = report.longreprtext.strip()
-    return text.splitlines()[-1] if text else ""
+    """The exception's one-line message (not the traceback), whatever ``--tb`` says."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = str(getattr(crash, "message", "") or report.longreprtext).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
