@@ -12,7 +12,7 @@ from accelhal import __version__  # noqa: E402
 
 project = "accelhal"
 author = "accelhal developers"
-copyright = "accelhal developers"  # noqa: A001
+copyright = "accelhal developers"
 release = version = __version__
 
 extensions = [
@@ -33,10 +33,16 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 # No network at build time (no intersphinx): names from torch, pydantic, pluggy, rich and
 # the standard library are left as plain text instead of failing the nitpicky build.
 nitpick_ignore_regex = [
-    (r"py:.*", r"(torch|pydantic|pluggy|rich|argparse|types|enum|typing|collections|contextlib|importlib|dataclasses|"
-     r"threading|logging|abc|re|os|pathlib)(\..*)?"),
-    (r"py:.*", r"(int|str|bool|float|bytes|object|type|list|dict|tuple|set|frozenset|None|Exception|"
-     r"ValueError|TypeError|RuntimeError|NotImplementedError|Callable|Any|Sequence|Mapping)"),
+    (
+        r"py:.*",
+        r"(torch|pydantic|pluggy|rich|argparse|types|enum|typing|collections|contextlib|importlib|dataclasses|"
+        r"threading|logging|abc|re|os|pathlib)(\..*)?",
+    ),
+    (
+        r"py:.*",
+        r"(int|str|bool|float|bytes|object|type|list|dict|tuple|set|frozenset|None|Exception|"
+        r"ValueError|TypeError|RuntimeError|NotImplementedError|Callable|Any|Sequence|Mapping)",
+    ),
     # private helpers (type variables, base classes) are not documented
     (r"py:.*", r"(.*\.)?_[A-Za-z]\w*"),
     # op builders are documented with the ops package once it defines them

@@ -40,7 +40,9 @@ def fresh_venv(path: Path) -> Path:
     run([sys.executable, "-m", "venv", "--without-pip", str(path)])
     python = path / "bin" / "python"
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    Path(purelib, "_base_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # addsitedir (not a bare path) so that this interpreter's own .pth files chain on too
+    base = sysconfig.get_paths()["purelib"]
+    Path(purelib, "_base_site.pth").write_text(f"import site; site.addsitedir({base!r})\n")
     return python
 
 

@@ -54,12 +54,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _configure_logging(verbose: bool) -> None:
     """Keep accelhal's own warnings off the screen unless ``--verbose``: the output says it all."""
     logger = logging.getLogger("accelhal")
+    for previous in [h for h in logger.handlers if getattr(h, "accelhal_cli", False)]:
+        logger.removeHandler(previous)  # main() may run more than once in a process
     if verbose:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
         logger.setLevel(logging.INFO)
     else:
         handler = logging.NullHandler()
+    handler.accelhal_cli = True  # type: ignore[attr-defined]
     logger.addHandler(handler)
 
 

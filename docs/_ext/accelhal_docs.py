@@ -1,8 +1,8 @@
 """Sphinx directives that render documentation from accelhal's own tables, at build time.
 
 - ``accelhal-variables``: every environment variable, from :data:`accelhal.settings.VARIABLES`;
-- ``accelhal-priorities``: every registered backend in probing order, from
-  :func:`accelhal.selection.registry` (the plugins installed where the docs are built);
+- ``accelhal-priorities``: every built-in backend in probing order, from
+  :func:`accelhal.selection.registry` (third-party plugins of the building machine are left out);
 - ``accelhal-cli``: the ``--help`` of the command and of each subcommand, from the argparse parser.
 
 Because the pages are drawn from the code, they cannot drift from it.
@@ -49,13 +49,14 @@ class VariablesDirective(SphinxDirective):
 
 
 class PrioritiesDirective(SphinxDirective):
-    """The priority table of the registered backends (probing order)."""
+    """The priority table of the backends built into accelhal (probing order)."""
 
     def run(self) -> list[nodes.Node]:
         from accelhal.selection import registry
 
         rows = []
-        for rank, registration in enumerate(registry().ordered(), start=1):
+        builtins = [r for r in registry().ordered() if r.plugin.builtin]  # not the build machine's extras
+        for rank, registration in enumerate(builtins, start=1):
             spec = registration.spec
             rows.append(
                 (

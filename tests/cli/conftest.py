@@ -1,8 +1,8 @@
 """Helpers for the command's tests: run ``python -m accelhal`` in a child process, stage plugins.
 
-Staged plugins are real distributions: a package plus a ``.dist-info`` folder (METADATA and
-entry_points.txt) in a directory put on ``PYTHONPATH``, which is exactly what
-importlib.metadata reads for an installed distribution.
+Staged plugins are real distributions laid out as pip lays them out (the
+``install_distribution`` fixture of ``tests/conftest.py``), in a directory the child
+process gets on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,23 +52,6 @@ def run_accelhal(
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 
-def write_dist(root: Path, name: str, entry_points: dict[str, dict[str, str]], modules: dict[str, str]) -> Path:
-    """Write distribution ``name`` (modules + dist-info) into ``root``; returns ``root``."""
-    root.mkdir(parents=True, exist_ok=True)
-    for filename, source in modules.items():
-        path = root / filename
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source))
-    info = root / f"{name.replace('-', '_')}-1.0.dist-info"  # the stem's first '-' ends the name
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    groups = [
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) for group, points in entry_points.items()
-    ]
-    (info / "entry_points.txt").write_text("\n".join(groups))
-    return root
-
-
 STAGED_PLUGINS = """
     from accelhal import BackendSpec, Verdict, hookimpl
 
@@ -84,7 +66,7 @@ STAGED_PLUGINS = """
 
     @hookimpl
     def accelhal_register_backends(register):
-        common = dict(accelerator="staged_plugins.never_imported:Accelerator", comm_backend="gloo")
+        common = dict(accelerator="staged_plugins_never_imported:Accelerator", comm_backend="gloo")
         register(BackendSpec(name="staged_missing", device_type="stagedm", priority=700, probe=_available,
                              requires=("accelhal_no_such_module",), **common))
         register(BackendSpec(name="staged_nodev", device_type="stagedn", priority=600, probe=_no_device,
@@ -103,23 +85,20 @@ STAGED_BLOCKABLE = """
 """
 
 
-@pytest.fixture(scope="session")
-def staged_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+@pytest.fixture
+def staged_path(install_distribution: Callable[..., Path]) -> str:
     """A directory holding the staged plugin distributions, for ``PYTHONPATH``."""
-    root = tmp_path_factory.mktemp("staged")
-    write_dist(
-        root,
+    dist_info = install_distribution(
         "staged-plugins",
-        {"accelhal": {"stagedplugins": "staged_plugins", "staged_blockme": "staged_blockable"}},
-        {"staged_plugins/__init__.py": STAGED_PLUGINS, "staged_blockable.py": STAGED_BLOCKABLE},
+        {"staged_plugins": STAGED_PLUGINS, "staged_blockable": STAGED_BLOCKABLE},
+        {"stagedplugins": "staged_plugins", "staged_blockme": "staged_blockable"},
     )
-    write_dist(
-        root,
+    install_distribution(
         "staged-broken",
-        {"accelhal": {"staged_broken": "staged_broken"}},
-        {"staged_broken.py": "raise ImportError('staged: this plugin cannot be imported')\n"},
+        {"staged_broken": "raise ImportError('staged: this plugin cannot be imported')\n"},
+        {"staged_broken": "staged_broken"},
     )
-    return str(root)
+    return str(dist_info.parent)
 
 
 @pytest.fixture

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import sysconfig
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli.conftest import Result, run_accelhal, write_dist
+from tests.cli.conftest import Result, run_accelhal
+from tests.venvs import build_wheel, fresh_venv, pip_install
 
 
 def problems(result: Result) -> dict[str, dict[str, Any]]:
@@ -90,13 +89,11 @@ ACTIVE_PLUGIN = """
 
 @pytest.mark.parametrize(("visible", "local_size", "flagged"), [("0,1,2", "2", True), ("1,0", "2", False)])
 def test_visible_devices_compared_with_the_active_backends_count(
-    tmp_path: Path, visible: str, local_size: str, flagged: bool
+    install_distribution: Callable[..., Path], visible: str, local_size: str, flagged: bool
 ) -> None:
     """The active backend's device_count() (LOCAL_SIZE for a cpu-derived one) against the variable."""
-    write_dist(
-        tmp_path, "staged-active", {"accelhal": {"staged_active": "staged_active"}}, {"staged_active.py": ACTIVE_PLUGIN}
-    )
-    env = {"PYTHONPATH": str(tmp_path), "STAGED_ACTIVE_VISIBLE_DEVICES": visible, "LOCAL_SIZE": local_size}
+    site = install_distribution("staged-active", {"staged_active": ACTIVE_PLUGIN}, {"staged_active": "staged_active"})
+    env = {"PYTHONPATH": str(site.parent), "STAGED_ACTIVE_VISIBLE_DEVICES": visible, "LOCAL_SIZE": local_size}
     result = run_accelhal("doctor", "--json", env=env)
     assert result.json()["active"] == "staged_active"
     found = problems(result)
@@ -156,20 +153,9 @@ def test_vendor_distribution_that_breaks_import_torch(tmp_path: Path) -> None:
             """
         )
     )
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # Reuse this interpreter's packages (torch, accelhal's editable install) through their own .pth files.
-    reuse = [p for p in sys.path if p.endswith("site-packages")] or [sysconfig.get_path("purelib")]
-    Path(site, "reuse.pth").write_text("".join(f"import site; site.addsitedir({p!r})\n" for p in reuse))
-    install = [sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index"]
-    subprocess.run([*install, "--no-build-isolation", str(source)], check=True, capture_output=True)
+    python = fresh_venv(tmp_path / "venv")  # reuses this interpreter's torch and accelhal
+    pip_install(python, build_wheel(source, tmp_path))
+    python = str(python)
 
     result = run_accelhal("doctor", "--json", python=python)
     assert result.returncode == 1, result.output
