@@ -17,8 +17,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from accelhal.report import AcceleratorInfo, DetectionReport, FailureReport, PluginReport
-from accelhal.spec import Status
+from accelhal.report import AcceleratorInfo, CandidateReport, DetectionReport, FailureReport, PluginReport
 
 
 class _Output(BaseModel):
@@ -32,18 +31,10 @@ class InfoOutput(_Output):
     accelerator: AcceleratorInfo
 
 
-class BackendEntry(_Output):
-    """One registered backend in ``accelhal list``."""
+class BackendEntry(CandidateReport):
+    """One registered backend in ``accelhal list``: the selection's record, ranked."""
 
     rank: int = Field(description="1 for the backend probed first (highest priority)")
-    name: str
-    device_type: str
-    priority: int
-    source: str = Field(description="'built-in' or '<distribution> <version>'")
-    plugin: str = Field(description="the entry-point name that registered it")
-    status: Status
-    reason: str
-    hint: str | None = None
     active: bool
     description: str
 

@@ -32,6 +32,8 @@ USAGE_ERROR = 2
 """Exit status of a user mistake (as argparse uses for a bad command line)."""
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
+"""Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
+adds its arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +49,17 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag = argparse.ArgumentParser(add_help=False)
     json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
     for module in _SUBCOMMANDS:
-        module.add_parser(sub, json_flag)
+        command = sub.add_parser(
+            module.NAME,
+            parents=[json_flag],
+            help=module.HELP,
+            description=module.DESCRIPTION,
+            usage=getattr(module, "USAGE", None),
+        )
+        command.set_defaults(handler=module.run)
+        configure = getattr(module, "configure", None)
+        if configure is not None:
+            configure(command)
     return parser
 
 

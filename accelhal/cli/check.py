@@ -26,18 +26,19 @@ QUIET_PYTEST = ["-p", "accelhal.cli.suite_progress", "-qq", "--tb=no"]
 """Arguments ``check`` gives pytest before the user's own: the progress plugin, little output."""
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``check`` subcommand."""
-    parser = sub.add_parser(
-        "check",
-        parents=[json_flag],
-        help="run the conformance suite against the active or named backend",
-        description="Run accelhal's conformance suite (accelhal.testing) against a backend, with live "
-        "progress and a summary table. Arguments after '--' are passed to pytest.",
-        usage="accelhal check [-h] [--json] [NAME] [-- PYTEST_ARGS ...]",
-    )
+NAME = "check"
+HELP = "run the conformance suite against the active or named backend"
+DESCRIPTION = (
+    "Run accelhal's conformance suite (accelhal.testing) against a backend, with live progress and a "
+    "summary table. Arguments after '--' are passed to pytest."
+)
+USAGE = "accelhal check [-h] [--json] [NAME] [-- PYTEST_ARGS ...]"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``check`` arguments."""
     parser.add_argument("name", nargs="?", metavar="NAME", help="the backend to check (default: the active one)")
-    parser.set_defaults(handler=run, pytest_args=[])
+    parser.set_defaults(pytest_args=[])
 
 
 class Tally:

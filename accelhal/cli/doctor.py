@@ -8,18 +8,13 @@ from rich.text import Text
 
 from accelhal.cli import render
 
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``doctor`` subcommand."""
-    parser = sub.add_parser(
-        "doctor",
-        parents=[json_flag],
-        help="find problems and say how to fix each",
-        description="Check the accelhal variables, 'import torch' (torch's backend autoload), the "
-        "selection, the plugins, the visible-devices variables and agreement with torch.accelerator. "
-        "Exit status 0 when healthy, 1 when a problem was found.",
-    )
-    parser.set_defaults(handler=run)
+NAME = "doctor"
+HELP = "find problems and say how to fix each"
+DESCRIPTION = (
+    "Check the accelhal variables, 'import torch' (torch's backend autoload), the selection, the "
+    "plugins, the visible-devices variables and agreement with torch.accelerator. Exit status 0 when "
+    "healthy, 1 when a problem was found."
+)
 
 
 def run(args: argparse.Namespace) -> int:

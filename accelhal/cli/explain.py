@@ -28,17 +28,17 @@ _STATUS_OUTCOMES: dict[Status, Outcome] = {
 _EXIT_STATUS: dict[Outcome, int] = {Outcome.UNKNOWN: 2, Outcome.SELECTION_FAILED: 1}
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``explain`` subcommand."""
-    parser = sub.add_parser(
-        "explain",
-        parents=[json_flag],
-        help="why the active backend won, or why NAME did not",
-        description="Without NAME: why the active backend was chosen. With NAME: why that backend is "
-        "not the active one (not installed, no device, blocked, lower priority, probe error, ...).",
-    )
+NAME = "explain"
+HELP = "why the active backend won, or why NAME did not"
+DESCRIPTION = (
+    "Without NAME: why the active backend was chosen. With NAME: why that backend is not the active "
+    "one (not installed, no device, blocked, lower priority, probe error, ...)."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``explain`` arguments."""
     parser.add_argument("name", nargs="?", metavar="NAME", help="a backend name, e.g. cuda")
-    parser.set_defaults(handler=run)
 
 
 def _candidate_details(candidate: CandidateReport) -> list[str]:

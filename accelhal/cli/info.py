@@ -7,17 +7,12 @@ import argparse
 from accelhal.cli import render
 from accelhal.cli_models import InfoOutput
 
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``info`` subcommand."""
-    parser = sub.add_parser(
-        "info",
-        parents=[json_flag],
-        help="the active backend, how it was chosen, its devices and features",
-        description="Select the backend as a program would, then describe it: devices with memory and "
-        "capability, dtypes, communication backend, stream/event/graph support and versions.",
-    )
-    parser.set_defaults(handler=run)
+NAME = "info"
+HELP = "the active backend, how it was chosen, its devices and features"
+DESCRIPTION = (
+    "Select the backend as a program would, then describe it: devices with memory and capability, "
+    "dtypes, communication backend, stream/event/graph support and versions."
+)
 
 
 def collect() -> InfoOutput:

@@ -16,17 +16,12 @@ from accelhal.plugins import Registry
 from accelhal.report import DetectionReport
 from accelhal.spec import Status
 
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``list`` subcommand."""
-    parser = sub.add_parser(
-        "list",
-        parents=[json_flag],
-        help="every registered backend in priority order, with its verdict",
-        description="Every registered backend, highest priority first: where it comes from, what its "
-        "probe said and why; then every plugin of the 'accelhal' entry-point group and any failures.",
-    )
-    parser.set_defaults(handler=run)
+NAME = "list"
+HELP = "every registered backend in priority order, with its verdict"
+DESCRIPTION = (
+    "Every registered backend, highest priority first: where it comes from, what its probe said and "
+    "why; then every plugin of the 'accelhal' entry-point group and any failures."
+)
 
 
 def backend_entries(report: DetectionReport, registry: Registry) -> list[BackendEntry]:
@@ -34,24 +29,26 @@ def backend_entries(report: DetectionReport, registry: Registry) -> list[Backend
     entries = []
     for rank, registration in enumerate(registry.ordered(), start=1):
         spec = registration.spec
+        active, description = spec.name == report.chosen, spec.description
         candidate = report.candidate(spec.name)
         if candidate is not None:
-            status, reason, hint = candidate.status, candidate.reason, candidate.hint
-        else:
-            status, reason, hint = Status.NOT_PROBED, f"not probed: {report.explanation}", None
+            entries.append(BackendEntry(**candidate.model_dump(), rank=rank, active=active, description=description))
+            continue
         entries.append(
             BackendEntry(
-                rank=rank,
                 name=spec.name,
                 device_type=spec.device_type,
                 priority=spec.priority,
                 source=registration.plugin.source,
                 plugin=registration.plugin.name,
-                status=status,
-                reason=reason,
-                hint=hint,
-                active=spec.name == report.chosen,
-                description=spec.description,
+                status=Status.NOT_PROBED,
+                reason=f"not probed: {report.explanation}",
+                probe_seconds=None,
+                comm_backend=spec.comm_backend,
+                visible_devices_envs=list(spec.visible_devices_envs),
+                rank=rank,
+                active=active,
+                description=description,
             )
         )
     return entries

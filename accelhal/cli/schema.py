@@ -8,18 +8,17 @@ import sys
 
 from accelhal.cli_models import OUTPUT_MODELS
 
+NAME = "schema"
+HELP = "the JSON Schema of every --json output"
+DESCRIPTION = (
+    "Print a JSON object mapping each subcommand to the JSON Schema its --json output conforms to, or"
+    " only COMMAND's schema. The output is JSON with or without --json."
+)
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser], json_flag: argparse.ArgumentParser) -> None:
-    """Register the ``schema`` subcommand."""
-    parser = sub.add_parser(
-        "schema",
-        parents=[json_flag],
-        help="the JSON Schema of every --json output",
-        description="Print a JSON object mapping each subcommand to the JSON Schema its --json output "
-        "conforms to, or only COMMAND's schema. The output is JSON with or without --json.",
-    )
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``schema`` arguments."""
     parser.add_argument("command_name", nargs="?", metavar="COMMAND", choices=sorted(OUTPUT_MODELS))
-    parser.set_defaults(handler=run)
 
 
 def schemas() -> dict[str, dict[str, object]]:
