@@ -41,7 +41,7 @@ tmux_ send-keys "run() { clear; tmux -L $socket clear-history; printf '\$ %s\n' 
         echo "## \`$command\`"
         echo
         echo '```text'
-        tmux_ capture-pane -p -S - -E - | sed -e 's/[[:space:]]*$//' | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+        tmux_ capture-pane -p -S - -E - | sed -e 's/[[:space:]]*$//' -e '/^\$$/d' | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
         echo '```'
     done
 } > "$out"
