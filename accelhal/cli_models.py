@@ -70,7 +70,9 @@ class Outcome(str, enum.Enum):
 class ExplainOutput(_Output):
     """``accelhal explain [NAME] --json``."""
 
-    name: str = Field(description="the backend explained (the active one when no NAME was given)")
+    name: str | None = Field(
+        description="the backend explained: NAME, else the active one (null when selection failed)"
+    )
     active: str | None = Field(description="the active backend, or null when selection failed")
     outcome: Outcome
     summary: str = Field(description="one sentence: why")

@@ -51,11 +51,11 @@ def _candidate_details(candidate: CandidateReport) -> list[str]:
 def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
     if report.chosen is None:
         return ExplainOutput(
-            name=report.rule,
+            name=None,
             active=None,
             outcome=Outcome.SELECTION_FAILED,
             summary=f"no backend is active: {report.error}",
-            details=[report.explanation],
+            details=[f"{c.name}: {c.status.value} ({c.reason})" for c in report.candidates],
             known=known,
         )
     candidate = report.candidate(report.chosen)
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         render.print_json(output)
     else:
         out = render.console()
-        render.field(out, output.name, output.outcome.value)
+        render.field(out, output.name or "selection", output.outcome.value)
         render.field(out, "why", output.summary)
         for detail in output.details:
             out.print(f"  - {detail}", markup=False)
