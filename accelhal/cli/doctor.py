@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
         render.print_json(output)
         return 0 if output.healthy else 1
     out = render.console()
-    render.field(out, "active backend", output.active or "none (selection failed)")
+    render.field(out, "active backend", output.active or "none")
     render.field(out, "checks", ", ".join(output.checks))
     if output.healthy:
         out.print(Text("No problems found.", style="green"))
