@@ -238,10 +238,10 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
 
 def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
-    from accelhal.contract import contract_problems
-
     spec = registration.spec
     try:
+        from accelhal.contract import contract_problems  # imports torch, which may itself fail to import
+
         cls = spec.load_class()
     except Exception as exc:
         raise PluginError(
