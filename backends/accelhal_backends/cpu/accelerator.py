@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psutil
 import torch
 
 from accelhal.contract import Accelerator, _check_index, local_rank_from_env
 from accelhal.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import psutil
 
 _NODE_DIR = Path("/sys/devices/system/node")
 
@@ -68,9 +70,9 @@ class CpuAccelerator(Accelerator):
 
     def __init__(self) -> None:
         super().__init__()
-        self._process = psutil.Process()
+        self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
         self._device_index: int | None = None
-        self._peak_rss = self._rss()
+        self._peak_rss = 0
 
     # -------------------------------------------------------------- devices
     def device_name(self, device_index: int | None = None) -> str:
@@ -152,7 +154,12 @@ class CpuAccelerator(Accelerator):
 
     # -------------------------------------------------------------- memory (the process's resident set)
     def _rss(self) -> int:
-        return int(self._process.memory_info().rss)
+        process = self._process
+        if process is None or process.pid != os.getpid():  # first use, or a forked child
+            import psutil
+
+            process = self._process = psutil.Process()
+        return int(process.memory_info().rss)
 
     def _peak(self) -> int:
         current = self._rss()
@@ -194,10 +201,14 @@ class CpuAccelerator(Accelerator):
 
     def total_memory(self, device_index: int | None = None) -> int:
         """Physical memory of the host in bytes."""
+        import psutil
+
         return int(psutil.virtual_memory().total)
 
     def available_memory(self, device_index: int | None = None) -> int:
         """Memory available to new allocations on the host, in bytes."""
+        import psutil
+
         return int(psutil.virtual_memory().available)
 
     # -------------------------------------------------------------- dtypes
