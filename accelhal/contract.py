@@ -103,6 +103,21 @@ class Accelerator(abc.ABC):
     _torch_pins_host_memory: ClassVar[bool] = True
     """Whether ``_torch_pin_memory`` really page-locks (False on cpu, where it is a no-op)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Turn each flag member a subclass does not override into a method returning its constant.
+
+        ``acc.is_synchronized_device()`` then costs one call and no attribute lookup, as
+        cheap as any function can be (see ``benchmarks/members.py``). A subclass that
+        defines the method itself keeps it.
+        """
+        super().__init_subclass__(**kwargs)
+        for member, attribute in _CONSTANT_MEMBERS.items():
+            current = getattr(cls, member)
+            if current is getattr(Accelerator, member) or getattr(current, "_accelhal_constant", False):
+                constant = _constant_member(getattr(Accelerator, member), getattr(cls, attribute))
+                constant.__qualname__ = f"{cls.__qualname__}.{member}"
+                setattr(cls, member, constant)
+
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
         self._compile_backend: str = self._default_compile_backend
@@ -580,6 +595,27 @@ class Accelerator(abc.ABC):
                 f"(on {self.device_name()}); supported backends are {supported}"
             )
         self._compile_backend = backend
+
+
+_CONSTANT_MEMBERS: dict[str, str] = {
+    "is_synchronized_device": "_is_synchronized_device",
+    "use_host_timers": "_uses_host_timers",
+    "resolves_data_dependency": "_resolves_data_dependency",
+    "handles_memory_backpressure": "_handles_memory_backpressure",
+    "communication_backend_name": "_communication_backend_name",
+}
+"""Members whose answer is a class attribute of the backend, and that attribute."""
+
+
+def _constant_member(base: Callable[..., Any], value: object) -> Callable[[Accelerator], Any]:
+    """A method with ``base``'s name, signature and docstring that returns ``value``."""
+
+    def member(self: Accelerator) -> Any:
+        return value
+
+    functools.update_wrapper(member, base)
+    member._accelhal_constant = True  # type: ignore[attr-defined]
+    return member
 
 
 def local_rank_from_env(environ: MutableMapping[str, str] | None = None) -> int | None:
