@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
 
 
 class CandidateReport(_Model):
@@ -85,47 +85,8 @@ class DetectionReport(_Model):
 
     @classmethod
     def from_decision(cls, decision: Decision) -> DetectionReport:
-        """Convert the selection's plain record."""
-        return cls(
-            chosen=decision.chosen,
-            rule=decision.rule,
-            explanation=decision.explanation,
-            error=decision.error,
-            candidates=[
-                CandidateReport(
-                    name=c.name,
-                    device_type=c.device_type,
-                    priority=c.priority,
-                    source=c.source,
-                    plugin=c.plugin,
-                    status=c.status,
-                    reason=c.reason,
-                    hint=c.hint,
-                    probe_seconds=c.probe_seconds,
-                    comm_backend=c.comm_backend,
-                    visible_devices_envs=list(c.visible_devices_envs),
-                )
-                for c in decision.candidates
-            ],
-            plugins=[
-                PluginReport(
-                    name=p.name,
-                    value=p.value,
-                    distribution=p.distribution,
-                    distribution_version=p.distribution_version,
-                    builtin=p.builtin,
-                    state=p.state,
-                    detail=p.detail,
-                )
-                for p in decision.plugins
-            ],
-            failures=[
-                FailureReport(plugin=f.plugin, stage=f.stage, detail=f.detail, backend=f.backend)
-                for f in decision.failures
-            ],
-            environment=dict(decision.environment),
-            seconds=decision.seconds,
-        )
+        """Convert the selection's plain record (its dataclasses map field by field)."""
+        return cls.model_validate(decision, from_attributes=True)
 
     def candidate(self, name: str) -> CandidateReport | None:
         """The record of backend ``name``, if it was a candidate."""

@@ -74,7 +74,7 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
         started = time.perf_counter()
         if isinstance(accelerator, str):
             name = accelerator.strip().lower()
-            decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator")
+            decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator", [])
         else:
             instance = _check_instance(accelerator)
             decision = Decision(
@@ -113,7 +113,7 @@ def detect() -> DetectionReport:
     from accelhal.report import DetectionReport
 
     with _lock:
-        if _decision is None or (_active is None and _decision.error is None):
+        if _active is None:
             with contextlib.suppress(AccelhalError):
                 _select()
         assert _decision is not None
@@ -153,15 +153,18 @@ def _select() -> Accelerator:
             return _active
         _selecting.active = True
         started = time.perf_counter()
+        probed: list[CandidateRecord] = []
         try:
             settings = Settings.from_environ()
             if settings.accelerator is not None:
                 assert settings.accelerator_variable is not None
-                decision, instance = _decide_forced(settings, settings.accelerator, settings.accelerator_variable)
+                decision, instance = _decide_forced(
+                    settings, settings.accelerator, settings.accelerator_variable, probed
+                )
             else:
-                decision, instance = _decide_cascade(settings)
+                decision, instance = _decide_cascade(settings, probed)
         except AccelhalError as exc:
-            _decision = _failed_decision(exc)
+            _decision = _failed_decision(exc, probed)
             raise
         finally:
             _selecting.active = False
@@ -170,21 +173,18 @@ def _select() -> Accelerator:
         return instance
 
 
-def _failed_decision(exc: AccelhalError) -> Decision:
+def _failed_decision(exc: AccelhalError, probed: list[CandidateRecord]) -> Decision:
     reg = _registry
     return Decision(
         chosen=None,
         rule="error",
         explanation=str(exc),
-        candidates=list(_pending_candidates),
+        candidates=probed,
         plugins=list(reg.plugins) if reg else [],
         failures=list(reg.failures) if reg else [],
         environment=_environment(reg),
         error=f"{type(exc).__name__}: {exc}",
     )
-
-
-_pending_candidates: list[CandidateRecord] = []
 
 
 def _environment(reg: plugins.Registry | None) -> dict[str, str]:
@@ -258,16 +258,18 @@ def _instantiate(registration: Registration) -> Accelerator:
     return instance
 
 
-def _decide_forced(settings: Settings, name: str, requested_by: str) -> tuple[Decision, Accelerator]:
+def _decide_forced(
+    settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
+) -> tuple[Decision, Accelerator]:
+    """Resolve a backend forced by name; ``probed`` collects its record even when this raises."""
     reg = _get_registry(settings)
-    _pending_candidates.clear()
     registration = reg.backends.get(name)
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
         hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
         raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
     record = _run_probe(registration)
-    _pending_candidates.append(record)
+    probed.append(record)
     if record.status is not Status.AVAILABLE:
         raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
     try:
@@ -305,11 +307,11 @@ def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[C
     ]
 
 
-def _decide_cascade(settings: Settings) -> tuple[Decision, Accelerator]:
+def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[Decision, Accelerator]:
+    """Probe every registered backend and take the available one of highest priority."""
     reg = _get_registry(settings)
-    _pending_candidates.clear()
     records = [_run_probe(registration) for registration in reg.ordered()]
-    _pending_candidates.extend(records)
+    probed.extend(records)
     chosen: Accelerator | None = None
     chosen_record: CandidateRecord | None = None
     for registration, record in zip(reg.ordered(), records, strict=True):

@@ -68,3 +68,18 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     for module in added:
         sys.modules.pop(module, None)
     selection.reset_accelerator()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
+    if not needs_gpu:
+        return
+    import torch
+
+    count = torch.cuda.device_count()  # NVML-based: creates no CUDA context
+    for item in needs_gpu:
+        if count == 0:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; run `pytest -m cuda` on the GPU machine"))
+        elif item.get_closest_marker("multigpu") and count < 2:
+            item.add_marker(pytest.mark.skip(reason=f"needs two CUDA GPUs, {count} visible"))

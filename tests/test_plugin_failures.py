@@ -219,3 +219,31 @@ def test_the_cpu_fallback_cannot_be_blocked(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("ACCELHAL_BLOCK_PLUGINS", "cpu")
     with pytest.raises(accelhal.ConfigurationError, match="cannot be blocked"):
         accelhal.get_accelerator()
+
+
+def test_missing_members_raise_under_strict_mode(
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = backend_plugin("acmeabs", priority=990, module_prelude=MISSING_MEMBERS).replace(
+        "accelerator=AcmeabsAccelerator", "accelerator=Incomplete"
+    )
+    install_distribution("acme-abs", {"acme_abs": source}, {"acmeabs": "acme_abs"})
+    monkeypatch.setenv("ACCELHAL_STRICT", "1")
+    with pytest.raises(accelhal.PluginError, match="missing abstract members") as info:
+        accelhal.get_accelerator()
+    assert info.value.stage == "validate"
+
+
+def test_name_conflict_raises_under_strict_mode(
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = backend_plugin("cpu").replace("class CpuAccelerator(CpuAccelerator)", "class Cpu2(CpuAccelerator)")
+    install_distribution(
+        "acme-cpu",
+        {"acme_cpu": source.replace("accelerator=CpuAccelerator", "accelerator=Cpu2")},
+        {"acmecpu": "acme_cpu"},
+    )
+    monkeypatch.setenv("ACCELHAL_STRICT", "1")
+    with pytest.raises(accelhal.PluginError, match="already registered by built-in") as info:
+        accelhal.get_accelerator()
+    assert info.value.stage == "conflict"

@@ -1,0 +1,42 @@
+"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``.
+
+Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
+multi-GB CUDA build of torch is pulled in.
+"""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests"]
+nox.options.default_venv_backend = "venv"
+
+TORCH = "torch==2.13.0"
+
+
+def install_project(session: nox.Session, extras: str) -> None:
+    """Install torch (CPU build) first, then the project with ``extras``."""
+    session.install(TORCH)
+    session.install("-e", f".[{extras}]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite (the GPU-marked tests skip themselves without a GPU)."""
+    install_project(session, "test")
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting."""
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict over accelhal and the built-in backends."""
+    install_project(session, "dev")
+    session.run("mypy")

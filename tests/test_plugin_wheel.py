@@ -1,0 +1,82 @@
+"""End to end: a third-party plugin built into a wheel and pip-installed next to accelhal."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.venvs import REPO, build_wheel, fresh_venv, pip_install, run
+
+pytestmark = pytest.mark.slow
+
+REPORT = """
+import json, sys, accelhal
+acc = accelhal.get_accelerator()
+report = accelhal.detect()
+acme = report.candidate("acme")
+print(json.dumps({
+    "chosen": acc.name, "rule": report.rule, "class": type(acc).__qualname__,
+    "acme": None if acme is None else acme.model_dump(mode="json"),
+    "plugins": {p.name: [p.state, p.distribution, p.distribution_version] for p in report.plugins},
+    "accelhal_file": accelhal.__file__,
+    "acme_class_imported": "acme_accel.accelerator" in sys.modules,
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def venv_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("plugin-wheel")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    accelhal_wheel = build_wheel(REPO, wheels)
+    plugin_wheel = build_wheel(REPO / "tests" / "data" / "acme-accel", wheels)
+    python = fresh_venv(root / "venv")
+    pip_install(python, accelhal_wheel, plugin_wheel)
+    return python
+
+
+def report(python: Path, **env: str) -> dict[str, object]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "PYTHONPATH"))}
+    out = run([str(python), "-c", REPORT], env={**clean, **env}, cwd=python.parent)
+    result: dict[str, object] = json.loads(out.stdout)
+    return result
+
+
+def test_plugin_is_discovered_and_chosen_by_priority(venv_python: Path) -> None:
+    result = report(venv_python)
+    assert str(venv_python.parent.parent) in str(result["accelhal_file"])  # the installed wheel, not the checkout
+    assert result["chosen"] == "acme" and result["rule"] == "priority"
+    assert result["class"] == "AcmeAccelerator"
+    acme = result["acme"]
+    assert isinstance(acme, dict)
+    assert acme["source"] == "acme-accel 0.1.0" and acme["status"] == "available" and acme["priority"] == 950
+    assert result["plugins"]["acme"] == ["loaded", "acme-accel", "0.1.0"]  # type: ignore[index]
+
+
+def test_plugin_without_a_device_is_passed_over(venv_python: Path) -> None:
+    result = report(venv_python, ACME_DEVICES="0")
+    assert result["chosen"] == "cpu" and result["rule"] == "fallback"
+    assert result["acme"]["status"] == "no-device"  # type: ignore[index]
+    assert result["acme_class_imported"] is False  # the lazy class was never imported
+
+
+def test_variable_overrides_the_plugin(venv_python: Path) -> None:
+    result = report(venv_python, ACCELHAL_ACCELERATOR="cpu")
+    assert result["chosen"] == "cpu" and result["rule"] == "ACCELHAL_ACCELERATOR"
+    assert result["acme_class_imported"] is False
+
+
+def test_block_list_blocks_the_plugin(venv_python: Path) -> None:
+    result = report(venv_python, ACCELHAL_BLOCK_PLUGINS="acme-accel")
+    assert result["chosen"] == "cpu"
+    assert result["acme"] is None
+    assert result["plugins"]["acme"][0] == "blocked"  # type: ignore[index]
+
+
+def test_forcing_the_plugin_by_name(venv_python: Path) -> None:
+    result = report(venv_python, ACCELHAL_ACCELERATOR=" ACME ")
+    assert result["chosen"] == "acme" and result["rule"] == "ACCELHAL_ACCELERATOR"
