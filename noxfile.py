@@ -40,3 +40,14 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over accelhal and the built-in backends."""
     install_project(session, "dev")
     session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark suite: ``python -m benchmarks`` (rewrites benchmarks/RESULTS.md); ``-- --quick`` for a smoke run.
+
+    DeepSpeed 0.19.8 is installed beside torch so that its figures are measured side by side.
+    """
+    install_project(session, "bench")
+    session.install("deepspeed==0.19.8")
+    session.run("python", "-m", "benchmarks", *session.posargs)

@@ -43,7 +43,9 @@ def _suite(name: str) -> Callable[[Method], SuiteResult]:
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen suites, print their tables, write JSON (and the results page)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", action="append", choices=sorted({*CPU_SUITES, *GPU_SUITES}), help="run only this suite")
+    parser.add_argument(
+        "--suite", action="append", choices=sorted({*CPU_SUITES, *GPU_SUITES}), help="run only this suite"
+    )
     parser.add_argument("--gpu", action="store_true", help="the GPU part (needs a CUDA device)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats; does not rewrite RESULTS.md")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="where the JSON files go")

@@ -95,7 +95,7 @@ def accelhal_loop(acc: Any, model: Any, optimizer: Any, batches: list[Any], step
     return times
 
 
-def _paired(method: Method, runs: dict[str, Callable[[], None]]) -> dict[str, Any]:
+def _paired(method: Method, runs: dict[str, Callable[[], object]]) -> dict[str, Any]:
     """Alternate the runs block by block (rotated order); wall ms per block and paired ratios."""
     import torch
 
@@ -115,6 +115,11 @@ def _paired(method: Method, runs: dict[str, Callable[[], None]]) -> dict[str, An
     return {n: Sample(v, "ms") for n, v in samples.items()}
 
 
+def _ratios(numerator: Sample, denominator: Sample) -> list[float]:
+    """Paired per-block ratios of two samples taken in the same rounds."""
+    return [n / d for n, d in zip(numerator.values, denominator.values, strict=True)]
+
+
 def training_loop(acc: Any, method: Method, steps: int = 50) -> tuple[list[list[str]], Target, dict[str, Any]]:
     """The training-loop comparison: rows, target and raw data."""
     import torch
@@ -129,7 +134,7 @@ def training_loop(acc: Any, method: Method, steps: int = 50) -> tuple[list[list[
         "accelhal": lambda: accelhal_loop(acc, models["accelhal"], optims["accelhal"], batches, steps),
     }
     samples = _paired(method, runs)
-    ratio = Sample([a / t for a, t in zip(samples["accelhal"].values, samples["torch"].values)], "x")
+    ratio = Sample(_ratios(samples["accelhal"], samples["torch"]), "x")
     rows = [
         [f"training loop, {name}", fmt(s.median / steps * 1e3, "us"), fmt(s.iqr / steps * 1e3, "us"), "per step"]
         for name, s in samples.items()
@@ -190,14 +195,12 @@ def graphs(acc: Any, method: Method, steps: int = 100) -> tuple[list[list[str]],
         runs[f"{name} eager"] = repeat(eager)
         runs[f"{name} replay"] = repeat(replay)
     samples = _paired(method, runs)
-    speedup = {
-        name: Sample(
-            [e / r for e, r in zip(samples[f"{name} eager"].values, samples[f"{name} replay"].values)], "x"
-        )
-        for name in setups
-    }
-    relative = Sample([t / a for t, a in zip(speedup["torch"].values, speedup["accelhal"].values)], "x")
-    rows = [[f"graph step, {n}", fmt(s.median / steps * 1e3, "us"), fmt(s.iqr / steps * 1e3, "us"), ""] for n, s in samples.items()]
+    speedup = {name: Sample(_ratios(samples[f"{name} eager"], samples[f"{name} replay"]), "x") for name in setups}
+    relative = Sample(_ratios(speedup["torch"], speedup["accelhal"]), "x")
+    rows = [
+        [f"graph step, {n}", fmt(s.median / steps * 1e3, "us"), fmt(s.iqr / steps * 1e3, "us"), ""]
+        for n, s in samples.items()
+    ]
     rows += [[f"replay speed-up over eager, {n}", fmt(s.median, "x"), fmt(s.iqr, "x"), ""] for n, s in speedup.items()]
     rows.append(["torch speed-up / accelhal speed-up", fmt(relative.median, "x"), fmt(relative.iqr, "x"), "paired"])
     target = Target("cuda: graph replay speed-up, raw torch / accelhal", relative.median, 1.01, "x", relative.iqr)

@@ -8,8 +8,9 @@ timed as ``acc.<member>(...)`` against what code would write without accelhal:
 * ``expression``: where torch has no call for it (``t.device.type == "cpu"``), that
   expression inside a plain function, because every API member is a call: the ratio
   then shows accelhal's dispatch and logic, not the cost of making a call at all;
-* ``constant``: where the answer is a fixed value (execution-model flags, no-ops on
-  cpu), a plain function returning it: the floor of any call;
+* ``floor``: where torch has nothing to call (execution-model flags, no-ops and the
+  tensor itself on cpu), a method of a plain object with the member's signature
+  returning the same value: the least any member of an accelerator object can cost;
 * ``attribute``: class-valued members (``Stream``, ``Event``) read as attributes.
 
 On cuda the statements do the real work (events and streams are created, a captured
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ PAIRS: tuple[Pair, ...] = (
         {"cpu": "torch.cpu.current_device()", "cuda": "f'cuda:{torch.cuda.current_device()}'"},
         {"cpu": "torch", "cuda": "torch"},
     ),
-    Pair("device_name", 65, "acc.device_name()", *_both("device_type()", "constant")),
+    Pair("device_name", 65, "acc.device_name()", *_both("floor.device_name()", "floor")),
     Pair(
         "current_device",
         58,
@@ -89,21 +89,26 @@ PAIRS: tuple[Pair, ...] = (
         {"cpu": "with torch.cpu.stream(torch_side): pass", "cuda": "with torch.cuda.stream(torch_side): pass"},
         {"cpu": "torch", "cuda": "torch"},
     ),
-    Pair("resolves_data_dependency", 33, "acc.resolves_data_dependency()", *_both("flag_rdd()", "constant")),
+    Pair(
+        "resolves_data_dependency",
+        33,
+        "acc.resolves_data_dependency()",
+        *_both("floor.resolves_data_dependency()", "floor"),
+    ),
     Pair("on_accelerator", 31, "acc.on_accelerator(x)", *_both("on_device(x)", "expression")),
     Pair(
         "pin_memory",
         29,
         "acc.pin_memory(host)",
-        {"cpu": "identity(host)", "cuda": "host.pin_memory()"},
-        {"cpu": "expression", "cuda": "torch"},
+        {"cpu": "floor.pin_memory(host)", "cuda": "host.pin_memory()"},
+        {"cpu": "floor", "cuda": "torch"},
     ),
     Pair(
         "empty_cache",
         21,
         "acc.empty_cache()",
-        {"cpu": "nothing()", "cuda": "torch.cuda.empty_cache()"},
-        {"cpu": "constant", "cuda": "torch"},
+        {"cpu": "floor.empty_cache()", "cuda": "torch.cuda.empty_cache()"},
+        {"cpu": "floor", "cuda": "torch"},
     ),
     Pair(
         "Event",
@@ -128,7 +133,9 @@ PAIRS: tuple[Pair, ...] = (
         {"cpu": "attribute", "cuda": "torch"},
         {"cuda": "acc.Stream()"},
     ),
-    Pair("is_synchronized_device", 13, "acc.is_synchronized_device()", *_both("flag_sync()", "constant")),
+    Pair(
+        "is_synchronized_device", 13, "acc.is_synchronized_device()", *_both("floor.is_synchronized_device()", "floor")
+    ),
     Pair(
         "is_available",
         12,
@@ -164,24 +171,49 @@ PAIRS: tuple[Pair, ...] = (
         "capture_to_graph",
         9,
         "with acc.capture_to_graph(acc.create_graph()): body()",
-        {"cpu": "with nullcontext(): body()", "cuda": "with torch.cuda.graph(torch.cuda.CUDAGraph()): body()"},
-        {"cpu": "constant", "cuda": "torch"},
+        {
+            "cpu": "with floor.capture_to_graph(floor.create_graph()): body()",
+            "cuda": "with torch.cuda.graph(torch.cuda.CUDAGraph()): body()",
+        },
+        {"cpu": "floor", "cuda": "torch"},
     ),
     Pair(
         "replay_graph",
         9,
         "acc.replay_graph(graph)",
-        {"cpu": "nothing()", "cuda": "graph.replay()"},
-        {"cpu": "constant", "cuda": "torch"},
+        {"cpu": "floor.replay_graph(graph)", "cuda": "graph.replay()"},
+        {"cpu": "floor", "cuda": "torch"},
     ),
 )
 
 
-def _constant(value: object) -> Callable[[], object]:
-    def constant() -> object:
-        return value
-
-    return constant
+FLOOR_SOURCE = """
+class Floor:
+    def device_name(self, device_index=None):
+        return {device!r}
+    def resolves_data_dependency(self):
+        return {rdd!r}
+    def is_synchronized_device(self):
+        return {sync!r}
+    def pin_memory(self, tensor, make_copy=True, match_shape=True):
+        return tensor
+    def empty_cache(self):
+        return None
+    def create_graph(self):
+        return None
+    def capture_to_graph(self, graph, pool=None, stream=None):
+        return nullcontext()
+    def replay_graph(self, graph):
+        return None
+floor = Floor()
+def on_device(t):
+    return t.device.type == {device!r}
+def local_rank():
+    return int(os.environ.get("LOCAL_RANK", 0))
+def body():
+    x.mul_(1.0)
+"""
+"""The floors and expressions, as user code would write them (compiled from source, not accelhal's)."""
 
 
 def namespace(acc: Any) -> dict[str, Any]:
@@ -196,20 +228,13 @@ def namespace(acc: Any) -> dict[str, Any]:
         "x": x,
         "host": torch.ones(256),
         "data": [1.0, 2.0, 3.0, 4.0],
-        "device_type": _constant(acc.device_name()),
-        "flag_rdd": _constant(acc.resolves_data_dependency()),
-        "flag_sync": _constant(acc.is_synchronized_device()),
-        "nothing": _constant(None),
-        "identity": lambda t: t,
+        "os": os,
         "nullcontext": contextlib.nullcontext,
     }
-    exec(  # plain functions, as user code would define them
-        f"def on_device(t):\n    return t.device.type == {device!r}\n"
-        "def local_rank():\n    return int(os.environ.get('LOCAL_RANK', 0))\n"
-        "def body():\n    x.mul_(1.0)\n",
-        {"os": os, "x": x},
-        ns,
+    source = FLOOR_SOURCE.format(
+        device=acc.device_name(), rdd=acc.resolves_data_dependency(), sync=acc.is_synchronized_device()
     )
+    exec(source, ns)  # plain Python, as user code would define it
     if device == "cpu":
         import psutil
 
@@ -218,6 +243,7 @@ def namespace(acc: Any) -> dict[str, Any]:
         ns["side"] = acc.Stream() if acc.Stream is not None else None
         ns["torch_side"] = torch.cpu.Stream()
         ns["graph"] = acc.create_graph()
+        assert ns["graph"] is None and ns["floor"].create_graph() is None
     else:
         ns["side"] = ns["torch_side"] = acc.Stream()
         graph = acc.create_graph()

@@ -74,9 +74,9 @@ def fmt(value: float, unit: str) -> str:
 
 def text_table(headers: list[str], rows: list[list[str]]) -> str:
     """A plain fixed-width table for the terminal."""
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths))
-    body = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows]
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=True)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    body = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
     return "\n".join([line, "  ".join("-" * w for w in widths), *body])
 
 

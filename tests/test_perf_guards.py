@@ -87,3 +87,35 @@ def test_accelerator_given_to_set_accelerator_is_served_without_a_call() -> None
 def test_the_contract_defines_no_truth_hook(member: str) -> None:
     """get_accelerator() tests the cached object's truth; a Python-level hook would be a call on every use."""
     assert not hasattr(accelhal.Accelerator, member)
+
+
+def test_flag_members_answer_each_subclass_own_attribute() -> None:
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    class Asynchronous(CpuAccelerator):
+        _is_synchronized_device = False
+        _communication_backend_name = "mpi"
+
+    class Explicit(Asynchronous):
+        def is_synchronized_device(self) -> bool:
+            return True
+
+    class Inherits(Asynchronous):
+        pass
+
+    assert CpuAccelerator().is_synchronized_device() is True
+    assert Asynchronous().is_synchronized_device() is False
+    assert Asynchronous().communication_backend_name() == "mpi"
+    assert Inherits().is_synchronized_device() is False and Inherits().communication_backend_name() == "mpi"
+    assert Explicit().is_synchronized_device() is True
+    assert Asynchronous.is_synchronized_device.__doc__ == accelhal.Accelerator.is_synchronized_device.__doc__
+
+
+def test_flag_members_read_no_attribute_at_call_time() -> None:
+    """The answer is a literal in the method's code: no attribute lookup, no call inside."""
+    import dis
+
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    opnames = {i.opname for i in dis.get_instructions(CpuAccelerator.resolves_data_dependency)}
+    assert opnames <= {"RESUME", "LOAD_CONST", "RETURN_VALUE", "RETURN_CONST"}

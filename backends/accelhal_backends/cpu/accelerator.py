@@ -68,6 +68,11 @@ class CpuAccelerator(Accelerator):
     _handles_memory_backpressure = True
     _torch_pins_host_memory = False
 
+    Stream = None
+    """No user streams: CPU work is synchronous (a plain attribute, as cheap to read as ``torch.cpu.Stream``)."""
+    Event = None
+    """No device events: time with host clocks (``use_host_timers()`` is True)."""
+
     def __init__(self) -> None:
         super().__init__()
         self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
@@ -224,6 +229,12 @@ class CpuAccelerator(Accelerator):
             return False
 
     # -------------------------------------------------------------- pinning: nothing to page-lock for
+    def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
+        """``tensor`` itself with ``make_copy=True`` (nothing to page-lock for); else a fresh host buffer."""
+        if make_copy:
+            return tensor
+        return super().pin_memory(tensor, make_copy, match_shape)
+
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """The tensor itself: there is no device to page-lock host memory for."""
         return tensor
