@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchmarks import members
@@ -95,7 +95,7 @@ def accelhal_loop(acc: Any, model: Any, optimizer: Any, batches: list[Any], step
     return times
 
 
-def _paired(method: Method, runs: dict[str, Callable[[], object]]) -> dict[str, Any]:
+def _paired(method: Method, runs: Mapping[str, Callable[[], object]]) -> dict[str, Any]:
     """Alternate the runs block by block (rotated order); wall ms per block and paired ratios."""
     import torch
 
