@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.method import Method, compare_processes, python
-from benchmarks.results import SuiteResult, Target, fmt
+from benchmarks.results import SuiteResult, Target, clock_rows, fmt
 
 EXTRA_DISTRIBUTIONS = 1000
 
@@ -61,19 +61,9 @@ def run(method: Method) -> SuiteResult:
             f"+{EXTRA_DISTRIBUTIONS:,} distributions, empty entry-point cache": python(CHILD.format(prelude=cold)),
         }
         clocks = compare_processes(commands, method, reported=True)
-    comparison, wall = clocks["cpu"], clocks["wall"]
+    comparison = clocks["cpu"]
     base = comparison.samples["installed environment"].median
-    rows = [
-        [
-            name,
-            fmt(s.median, "ms"),
-            fmt(s.iqr, "ms"),
-            fmt(s.median - base, "ms"),
-            fmt(wall.samples[name].median, "ms"),
-            fmt(wall.samples[name].iqr, "ms"),
-        ]
-        for name, s in comparison.samples.items()
-    ]
+    rows = clock_rows(clocks, lambda ms: fmt(ms - base, "ms"))
     grown_sample = comparison.samples[f"+{EXTRA_DISTRIBUTIONS:,} distributions"]
     forced_sample = comparison.samples[f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu"]
     return SuiteResult(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,22 @@ def fmt(value: float, unit: str) -> str:
     if unit == "us":
         return f"{value:.2f} us"
     return f"{value:.4g} {unit}"
+
+
+def clock_rows(clocks: dict[str, Any], relative: Callable[[float], str]) -> list[list[str]]:
+    """Rows of a process suite: name, CPU median and IQR, ``relative(cpu median)``, wall median and IQR."""
+    cpu, wall = clocks["cpu"].samples, clocks["wall"].samples
+    return [
+        [
+            name,
+            fmt(s.median, "ms"),
+            fmt(s.iqr, "ms"),
+            relative(s.median),
+            fmt(wall[name].median, "ms"),
+            fmt(wall[name].iqr, "ms"),
+        ]
+        for name, s in cpu.items()
+    ]
 
 
 def text_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 
 from benchmarks.method import Comparison, Method, compare_processes, python
-from benchmarks.results import SuiteResult, Target, fmt
+from benchmarks.results import SuiteResult, Target, clock_rows, fmt
 
 COMMANDS = {
     "python -c pass": "pass",
@@ -33,19 +33,9 @@ def run(method: Method) -> SuiteResult:
 
 def summarise(clocks: dict[str, Comparison]) -> SuiteResult:
     """The table (both clocks) and the start-up targets (CPU time)."""
-    comparison, wall = clocks["cpu"], clocks["wall"]
+    comparison = clocks["cpu"]
     torch_ms = comparison.samples["import torch"].median
-    rows = [
-        [
-            name,
-            fmt(s.median, "ms"),
-            fmt(s.iqr, "ms"),
-            fmt(s.median / torch_ms, "x"),
-            fmt(wall.samples[name].median, "ms"),
-            fmt(wall.samples[name].iqr, "ms"),
-        ]
-        for name, s in comparison.samples.items()
-    ]
+    rows = clock_rows(clocks, lambda ms: fmt(ms / torch_ms, "x"))
     importing = comparison.samples["import accelhal"]
     vs_torch = comparison.ratio(SELECT, "import torch")
     targets = [
