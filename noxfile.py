@@ -1,4 +1,4 @@
-"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``.
+"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``.
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
 multi-GB CUDA build of torch is pulled in.
@@ -40,6 +40,24 @@ def typecheck(session: nox.Session) -> None:
     """mypy --strict over accelhal and the built-in backends."""
     install_project(session, "dev")
     session.run("mypy")
+
+
+@nox.session
+def deepspeed(session: nox.Session) -> None:
+    """The DeepSpeed bridge against DeepSpeed from the package index (``tests/compat``)."""
+    install_project(session, "test,deepspeed")
+    session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with warnings as errors (``docs/_build/html``).
+
+    ``nox -s docs --no-venv`` builds with the current interpreter (which needs the docs extra).
+    """
+    if session.venv_backend != "none":
+        install_project(session, "docs")
+    session.run("python", "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html")
 
 
 @nox.session

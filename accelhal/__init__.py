@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, Any
 from accelhal._version import __version__
 
 if TYPE_CHECKING:
+    from accelhal import distributed
     from accelhal.contract import Accelerator
+    from accelhal.device_module import DeviceModuleAccelerator
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
         ConfigurationError,
         ContractError,
+        DistributedSetupError,
         PluginError,
         UnknownBackendError,
         UnsupportedFeatureError,
@@ -39,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "reset_accelerator": "accelhal.selection",
     "detect": "accelhal.selection",
     "Accelerator": "accelhal.contract",
+    "DeviceModuleAccelerator": "accelhal.device_module",
     "BackendSpec": "accelhal.spec",
     "Verdict": "accelhal.spec",
     "Status": "accelhal.spec",
@@ -54,7 +58,11 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "accelhal.errors",
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
+    "DistributedSetupError": "accelhal.errors",
 }
+
+_SUBMODULES = ("distributed",)
+"""Subpackages reachable as attributes (``accelhal.distributed``), imported on first access."""
 
 __all__ = [
     "__version__",
@@ -63,6 +71,7 @@ __all__ = [
     "reset_accelerator",
     "detect",
     "Accelerator",
+    "DeviceModuleAccelerator",
     "BackendSpec",
     "Verdict",
     "Status",
@@ -78,10 +87,14 @@ __all__ = [
     "PluginError",
     "ContractError",
     "UnsupportedFeatureError",
+    "DistributedSetupError",
+    "distributed",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"accelhal.{name}")
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'accelhal' has no attribute {name!r}")

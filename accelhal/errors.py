@@ -108,3 +108,51 @@ class UnsupportedFeatureError(AccelhalError, NotImplementedError):
         super().__init__(message)
         self.backend = backend
         self.feature = feature
+
+
+class DistributedSetupError(ConfigurationError):
+    """The launcher's environment or the arguments for a process group do not add up.
+
+    Raised by :mod:`accelhal.distributed` before anything is set up: a rendezvous
+    variable missing, a rank beyond the world, a local rank beyond the visible devices,
+    a communication backend torch was not built with. ``variable`` names the variable or
+    argument at fault; the message says what would be right.
+    """
+
+
+class OpBuildError(AccelhalError, RuntimeError):
+    """Building or loading an op builder's extension failed.
+
+    ``op`` and ``backend`` name the builder; ``log`` is the compiler's output (also kept
+    in ``build.log`` of the build directory), so the message shows the compiler's own words.
+    """
+
+    def __init__(self, op: str, backend: str, message: str, *, log: str = "", build_directory: str = "") -> None:
+        text = f"building op {op!r} for the {backend!r} accelerator failed: {message}"
+        if build_directory:
+            text += f" (build directory: {build_directory})"
+        if log:
+            text += f"\n--- compiler output ---\n{log.rstrip()}"
+        super().__init__(text)
+        self.op = op
+        self.backend = backend
+        self.log = log
+        self.build_directory = build_directory
+
+
+class BuildLockTimeoutError(AccelhalError, TimeoutError):
+    """Waiting for another process's build of the same op took longer than the bound.
+
+    The message names the lock file and its owner (pid, host, start time) and how to
+    raise the bound (``ACCELHAL_OPS_LOCK_TIMEOUT``) or remove the lock.
+    """
+
+    def __init__(self, path: str, owner: str, waited: float) -> None:
+        super().__init__(
+            f"gave up after {waited:.0f} s waiting for the build lock {path}, held by {owner}; the owner is "
+            "alive and its heartbeat is fresh, so it is still building. Raise ACCELHAL_OPS_LOCK_TIMEOUT to wait "
+            "longer, or, if you know that build is gone, delete the lock file"
+        )
+        self.path = path
+        self.owner = owner
+        self.waited = waited

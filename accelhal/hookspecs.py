@@ -62,3 +62,19 @@ def accelhal_register_op_builders(register: Callable[[str, type[Any]], None]) ->
     ``get_accelerator().get_op_builder(builder_class.__name__)`` when ``backend_name`` is
     the active backend. Called lazily, the first time an op builder is looked up.
     """
+
+
+def backends_hook(*specs: BackendSpec) -> Callable[[Callable[[BackendSpec], None]], None]:
+    """A ready hook implementation that registers ``specs``, for plugins with nothing else to do.
+
+    In the plugin module::
+
+        accelhal_register_backends = backends_hook(SPEC)
+    """
+
+    @hookimpl
+    def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
+        for spec in specs:
+            register(spec)
+
+    return accelhal_register_backends

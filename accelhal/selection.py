@@ -237,10 +237,10 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
 
 def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
-    from accelhal.contract import contract_problems
-
     spec = registration.spec
     try:
+        from accelhal.contract import contract_problems  # imports torch, which may itself fail to import
+
         cls = spec.load_class()
     except Exception as exc:
         raise PluginError(
@@ -331,6 +331,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     if chosen is None or chosen_record is None:
         raise BackendUnavailableError("cpu", "no backend is available, not even the cpu fallback")
     summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
+    summary = summary or "no other backend is registered"
     if chosen.name == plugins.FALLBACK_BACKEND:
         rule = "fallback"
         explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"

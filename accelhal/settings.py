@@ -75,6 +75,26 @@ VARIABLES: tuple[Variable, ...] = (
         "0",
         "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
     ),
+    Variable(
+        "ACCELHAL_OPS_CACHE",
+        "directory",
+        "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",
+        "Where op builders keep their JIT-built extensions, one directory per hash of the build inputs.",
+    ),
+    Variable(
+        "ACCELHAL_OPS_LOCK_TIMEOUT",
+        "seconds",
+        "1800",
+        "The longest a process waits for another process's build of the same op before raising "
+        "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
+    ),
+    Variable(
+        "ACCELHAL_OPS_LOCK_STALE",
+        "seconds",
+        "120",
+        "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
+        "stale and broken: this is how a build killed on another host sharing the cache is detected.",
+    ),
 )
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -178,3 +198,48 @@ RELEVANT_VARIABLES: tuple[str, ...] = (
     "PYTORCH_NVML_BASED_CUDA_CHECK",
 )
 """Variables copied into every detection report (plus each backend's visible-devices variables)."""
+
+
+def parse_seconds(variable: str, raw: str | None, default: float) -> float:
+    """Parse a positive number of seconds; unset or blank is ``default``."""
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ConfigurationError(
+            f"{variable}={raw!r} is not a positive number of seconds (for example 600)",
+            variable=variable,
+            value=raw,
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class OpsSettings:
+    """The op builders' variables (``ACCELHAL_OPS_*``), read when an op is built, not at selection."""
+
+    cache: str
+    """The root directory of the JIT build cache."""
+    lock_timeout: float = 1800.0
+    lock_stale: float = 120.0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> OpsSettings:
+        """Read and validate the ``ACCELHAL_OPS_*`` variables from ``environ`` (``os.environ`` by default).
+
+        >>> OpsSettings.from_environ({"ACCELHAL_OPS_CACHE": "/tmp/ops"}).cache
+        '/tmp/ops'
+        """
+        env = os.environ if environ is None else environ
+        cache = (env.get("ACCELHAL_OPS_CACHE") or "").strip()
+        if not cache:
+            base = (env.get("XDG_CACHE_HOME") or "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+            cache = os.path.join(base, "accelhal", "ops")
+        return cls(
+            cache=os.path.abspath(os.path.expanduser(cache)),
+            lock_timeout=parse_seconds("ACCELHAL_OPS_LOCK_TIMEOUT", env.get("ACCELHAL_OPS_LOCK_TIMEOUT"), 1800.0),
+            lock_stale=parse_seconds("ACCELHAL_OPS_LOCK_STALE", env.get("ACCELHAL_OPS_LOCK_STALE"), 120.0),
+        )

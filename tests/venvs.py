@@ -40,7 +40,9 @@ def fresh_venv(path: Path) -> Path:
     run([sys.executable, "-m", "venv", "--without-pip", str(path)])
     python = path / "bin" / "python"
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    Path(purelib, "_base_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # this interpreter's site-packages, and those it reaches through .pth files (a venv layered on another)
+    bases = [sysconfig.get_paths()["purelib"], *(p for p in sys.path if p.endswith("site-packages"))]
+    Path(purelib, "_base_site.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(bases)))
     return python
 
 

@@ -1,0 +1,107 @@
+"""The ``accelhal`` command: what accelhal sees on this machine, and why it chose that.
+
+Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Schemas):
+
+- ``info``: the active backend, how it was chosen, its devices and features;
+- ``list``: every registered backend in priority order, with its verdict;
+- ``explain [NAME]``: why the active backend won, or why ``NAME`` did not;
+- ``doctor``: finds problems and says how to fix each (exit status 1 if any);
+- ``check [NAME]``: runs the conformance suite against a backend;
+- ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs.
+
+User mistakes (a bad variable, an unknown or unavailable backend) print one
+``accelhal: error:`` message and exit with status 2, never a traceback.
+
+Example::
+
+    $ accelhal explain cuda
+    $ ACCELHAL_ACCELERATOR=cpu accelhal info --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from accelhal._version import __version__
+from accelhal.cli import check, doctor, explain, info, listing, schema
+
+USAGE_ERROR = 2
+"""Exit status of a user mistake (as argparse uses for a bad command line)."""
+
+_SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
+"""Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
+adds its arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser: global options and one subparser per subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="accelhal",
+        description="What accelhal sees on this machine, and why it chose that.",
+        epilog="Every subcommand takes --json; 'accelhal schema' prints the JSON Schemas.",
+    )
+    parser.add_argument("--version", action="version", version=f"accelhal {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="also print accelhal's log messages (to stderr)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    json_flag = argparse.ArgumentParser(add_help=False)
+    json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
+    for module in _SUBCOMMANDS:
+        command = sub.add_parser(
+            module.NAME,
+            parents=[json_flag],
+            help=module.HELP,
+            description=module.DESCRIPTION,
+            usage=getattr(module, "USAGE", None),
+        )
+        command.set_defaults(handler=module.run)
+        configure = getattr(module, "configure", None)
+        if configure is not None:
+            configure(command)
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    """Keep accelhal's own warnings off the screen unless ``--verbose``: the output says it all."""
+    logger = logging.getLogger("accelhal")
+    for previous in [h for h in logger.handlers if getattr(h, "accelhal_cli", False)]:
+        logger.removeHandler(previous)  # main() may run more than once in a process
+    if verbose:
+        handler: logging.Handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        logger.setLevel(logging.INFO)
+    else:
+        handler = logging.NullHandler()
+    handler.accelhal_cli = True  # type: ignore[attr-defined]
+    logger.addHandler(handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command with ``argv`` (``sys.argv[1:]`` by default); returns the exit status."""
+    from accelhal.cli import render
+    from accelhal.errors import AccelhalError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passthrough: list[str] = []
+    if "--" in argv:  # what follows '--' is for pytest (accelhal check)
+        split = argv.index("--")
+        argv, passthrough = argv[:split], argv[split + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if passthrough:
+        if args.command != "check":
+            parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
+        args.pytest_args = passthrough
+    _configure_logging(args.verbose)
+    try:
+        return int(args.handler(args))
+    except AccelhalError as exc:
+        render.error(str(exc))
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `accelhal list | head`
+        sys.stderr.close()
+        return 0

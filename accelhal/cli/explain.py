@@ -1,0 +1,159 @@
+"""``accelhal explain [NAME]``: why the active backend won, or why ``NAME`` did not.
+
+The answer is one of :class:`~accelhal.cli_models.Outcome`: not installed, no device,
+broken, probe error (with the exception), invalid, blocked, plugin failed, lower
+priority, not probed (an override chose another), selection failed, or unknown (with
+the names that are known). An unknown name is a user mistake: exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from accelhal.cli import render
+from accelhal.cli_models import ExplainOutput, Outcome
+from accelhal.plugins import Registry
+from accelhal.report import CandidateReport, DetectionReport
+from accelhal.spec import Status
+
+_STATUS_OUTCOMES: dict[Status, Outcome] = {
+    Status.NOT_INSTALLED: Outcome.NOT_INSTALLED,
+    Status.NO_DEVICE: Outcome.NO_DEVICE,
+    Status.BROKEN: Outcome.BROKEN,
+    Status.PROBE_ERROR: Outcome.PROBE_ERROR,
+    Status.INVALID: Outcome.INVALID,
+    Status.NOT_PROBED: Outcome.NOT_PROBED,
+}
+
+_EXIT_STATUS: dict[Outcome, int] = {Outcome.UNKNOWN: 2, Outcome.SELECTION_FAILED: 1}
+
+
+NAME = "explain"
+HELP = "why the active backend won, or why NAME did not"
+DESCRIPTION = (
+    "Without NAME: why the active backend was chosen. With NAME: why that backend is not the active "
+    "one (not installed, no device, blocked, lower priority, probe error, ...)."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``explain`` arguments."""
+    parser.add_argument("name", nargs="?", metavar="NAME", help="a backend name, e.g. cuda")
+
+
+def _candidate_details(candidate: CandidateReport) -> list[str]:
+    return [
+        f"probe verdict: {candidate.status.value}: {candidate.reason}",
+        f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
+    ]
+
+
+def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
+    if report.chosen is None:
+        return ExplainOutput(
+            name=None,
+            active=None,
+            outcome=Outcome.SELECTION_FAILED,
+            summary=f"no backend is active: {report.error}",
+            details=[f"{c.name}: {c.status.value} ({c.reason})" for c in report.candidates],
+            known=known,
+        )
+    candidate = report.candidate(report.chosen)
+    return ExplainOutput(
+        name=report.chosen,
+        active=report.chosen,
+        outcome=Outcome.ACTIVE,
+        summary=f"{report.chosen!r} is active, chosen by rule {report.rule!r}",
+        details=[report.explanation, *(_candidate_details(candidate) if candidate else [])],
+        known=known,
+    )
+
+
+def _explain_unregistered(name: str, report: DetectionReport, known: list[str]) -> ExplainOutput:
+    """``name`` is not a registered backend: its plugin was held back or failed, or nobody provides it."""
+    plugin = next((p for p in report.plugins if name in (p.name, p.distribution.lower())), None)
+    if plugin is not None and plugin.state != "loaded":
+        outcome = Outcome.PLUGIN_FAILED if plugin.state == "failed" else Outcome.BLOCKED
+        return ExplainOutput(
+            name=name,
+            active=report.chosen,
+            outcome=outcome,
+            summary=f"the plugin {plugin.name!r} that provides {name!r} was not loaded ({plugin.state})",
+            details=[f"{plugin.distribution} {plugin.distribution_version}: {plugin.detail}"],
+            hint="see 'accelhal doctor' for the fix" if plugin.state == "failed" else None,
+            known=known,
+        )
+    held_back = [f"{p.name} ({p.state}: {p.detail})" for p in report.plugins if p.state != "loaded"]
+    return ExplainOutput(
+        name=name,
+        active=report.chosen,
+        outcome=Outcome.UNKNOWN,
+        summary=f"no installed plugin registers a backend named {name!r}",
+        details=[f"known backends: {', '.join(known)}", *(f"plugin not loaded: {h}" for h in held_back)],
+        hint=f"install the distribution that provides {name!r}, or use one of: {', '.join(known)}",
+        known=known,
+    )
+
+
+def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outcome, str]:
+    if candidate.status is Status.AVAILABLE:
+        winner = report.candidate(report.chosen) if report.chosen else None
+        if winner is not None and report.rule in ("priority", "fallback"):
+            return Outcome.LOWER_PRIORITY, (
+                f"{candidate.name!r} is available, but {winner.name!r} has a higher priority "
+                f"({winner.priority} > {candidate.priority})"
+            )
+        return Outcome.SELECTION_FAILED, f"{candidate.name!r} is available, but selection ended: {report.explanation}"
+    outcome = _STATUS_OUTCOMES[candidate.status]
+    return outcome, f"{candidate.name!r} is {outcome.value.replace('-', ' ')}: {candidate.reason}"
+
+
+def explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
+    """Why ``name`` (or the active backend, when ``None``) is or is not the active backend."""
+    known = registry.names()
+    if name is None or name == report.chosen:
+        return _explain_active(report, known)
+    if name not in registry.backends:
+        return _explain_unregistered(name, report, known)
+    candidate = report.candidate(name)
+    if candidate is None:
+        return ExplainOutput(
+            name=name,
+            active=report.chosen,
+            outcome=Outcome.NOT_PROBED,
+            summary=f"{name!r} was not probed: {report.explanation}",
+            details=[],
+            known=known,
+        )
+    outcome, summary = _why_not(candidate, report)
+    failures = [f"plugin failure at {f.stage}: {f.detail}" for f in report.failures if f.backend == name]
+    return ExplainOutput(
+        name=name,
+        active=report.chosen,
+        outcome=outcome,
+        summary=summary,
+        details=[*_candidate_details(candidate), *failures],
+        hint=candidate.hint,
+        known=known,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the explanation; exit 2 for an unknown name, 1 when selection failed."""
+    from accelhal.selection import detect, registry
+
+    name = args.name.strip().lower() if args.name is not None else None
+    output = explain(name, detect(), registry())
+    if args.json:
+        render.print_json(output)
+    else:
+        out = render.console()
+        render.field(out, output.name or "selection", output.outcome.value)
+        render.field(out, "why", output.summary)
+        for detail in output.details:
+            out.print(f"  - {detail}", markup=False)
+        if output.hint:
+            render.field(out, "hint", output.hint)
+        if output.active and output.active != output.name:
+            render.field(out, "active backend", output.active)
+    return _EXIT_STATUS.get(output.outcome, 0)

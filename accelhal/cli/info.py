@@ -1,0 +1,60 @@
+"""``accelhal info``: the active backend, how it was chosen, its devices and features."""
+
+from __future__ import annotations
+
+import argparse
+
+from accelhal.cli import render
+from accelhal.cli_models import InfoOutput
+
+NAME = "info"
+HELP = "the active backend, how it was chosen, its devices and features"
+DESCRIPTION = (
+    "Select the backend as a program would, then describe it: devices with memory and capability, "
+    "dtypes, communication backend, stream/event/graph support and versions."
+)
+
+
+def collect() -> InfoOutput:
+    """Run selection and describe the active accelerator; raises when selection fails."""
+    from accelhal.selection import detect, get_accelerator
+
+    accelerator = get_accelerator()  # raises the selection's own error, e.g. ConfigurationError
+    return InfoOutput(detection=detect(), accelerator=accelerator.info())
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the active backend's description."""
+    output = collect()
+    if args.json:
+        render.print_json(output)
+        return 0
+    report, acc = output.detection, output.accelerator
+    out = render.console()
+    render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r})")
+    render.field(out, "chosen by", report.rule)
+    render.field(out, "why", report.explanation)
+    devices = render.table(out, "device", "description", "memory total", "free", "capability")
+    for device in acc.devices:
+        devices.add_row(
+            device.name,
+            device.description,
+            render.gib(device.total_memory),
+            render.gib(device.available_memory),
+            device.capability or "-",
+        )
+    if acc.devices:
+        out.print(devices)
+    else:
+        render.field(out, "devices", "none visible")
+    render.field(out, "dtypes", ", ".join(acc.dtypes))
+    render.field(out, "communication backend", acc.comm_backend)
+    features = f"streams {render.yes_no(acc.streams)}, events {render.yes_no(acc.events)}, "
+    render.field(out, "features", features + f"graphs {render.yes_no(acc.graphs)}")
+    render.field(out, "capabilities", ", ".join(acc.capabilities) or "none")
+    if acc.visible_devices_envs:
+        render.field(out, "visible-devices variables", ", ".join(acc.visible_devices_envs))
+    versions = [f"accelhal {acc.accelhal_version}", f"torch {acc.torch_version}", f"python {acc.python_version}"]
+    versions += [f"{name} {version}" for name, version in sorted(acc.vendor_versions.items())]
+    render.field(out, "versions", ", ".join(versions))
+    return 0

@@ -1,0 +1,34 @@
+"""``accelhal schema [COMMAND]``: the JSON Schema of each subcommand's ``--json`` output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from accelhal.cli_models import OUTPUT_MODELS
+
+NAME = "schema"
+HELP = "the JSON Schema of every --json output"
+DESCRIPTION = (
+    "Print a JSON object mapping each subcommand to the JSON Schema its --json output conforms to, or"
+    " only COMMAND's schema. The output is JSON with or without --json."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``schema`` arguments."""
+    parser.add_argument("command_name", nargs="?", metavar="COMMAND", choices=sorted(OUTPUT_MODELS))
+
+
+def schemas() -> dict[str, dict[str, object]]:
+    """Subcommand name -> the JSON Schema of its ``--json`` output."""
+    return {name: model.model_json_schema() for name, model in OUTPUT_MODELS.items()}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the schema(s) as JSON."""
+    everything = schemas()
+    chosen = everything if args.command_name is None else everything[args.command_name]
+    sys.stdout.write(json.dumps(chosen, indent=2) + "\n")
+    return 0

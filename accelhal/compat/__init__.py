@@ -1,0 +1,5 @@
+"""Bridges between accelhal and other frameworks' accelerator interfaces.
+
+Each bridge is an optional extra and imports its framework only when used:
+:mod:`accelhal.compat.deepspeed` (``pip install 'accelhal[deepspeed]'``).
+"""

@@ -1,0 +1,187 @@
+"""DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (``pip install 'accelhal[deepspeed]'``).
+
+Run DeepSpeed on accelhal's active accelerator with one call before ``deepspeed.initialize``::
+
+    import deepspeed
+    from accelhal.compat.deepspeed import install
+
+    install()                       # DeepSpeed now uses accelhal.get_accelerator()
+    engine, *_ = deepspeed.initialize(model=model, config=config, model_parameters=model.parameters())
+
+The other way round, use an existing DeepSpeed accelerator class as an accelhal backend
+(from a plugin module's ``accelhal_register_backends`` hook)::
+
+    SPEC = backend_from_deepspeed(
+        "deepspeed.accelerator.cpu_accelerator:CPU_Accelerator",
+        name="dscpu", device_type="cpu", priority=50,
+        probe=lambda: Verdict.available("the host CPU"),
+    )
+
+Importing this module imports neither DeepSpeed nor torch; the functions do, when called
+(``backend_from_deepspeed`` with a ``"module:Class"`` path defers it until the backend
+is selected). Nothing else in accelhal imports DeepSpeed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from accelhal.spec import BackendSpec, Probe
+
+if TYPE_CHECKING:
+    from accelhal.compat.deepspeed._adapter import UnavailableBuilder
+    from accelhal.compat.deepspeed._backend import DeepSpeedBackedAccelerator
+    from accelhal.contract import Accelerator
+
+__all__ = [
+    "DeepSpeedBackedAccelerator",
+    "UnavailableBuilder",
+    "as_deepspeed_accelerator",
+    "backend_from_deepspeed",
+    "install",
+]
+
+_LAZY = {
+    "DeepSpeedBackedAccelerator": "accelhal.compat.deepspeed._backend",
+    "UnavailableBuilder": "accelhal.compat.deepspeed._adapter",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def as_deepspeed_accelerator(acc: Accelerator | None = None, *, disable_ops: Iterable[str] = ()) -> Any:
+    """An object ``deepspeed.accelerator.set_accelerator()`` accepts, delegating to ``acc``.
+
+    Args:
+        acc: the accelhal accelerator to delegate to; the active one
+            (:func:`accelhal.get_accelerator`) when ``None``.
+        disable_ops: names of DeepSpeed op builders (``"ShareMemCommBuilder"``, ...) to
+            report as not buildable, so that DeepSpeed takes its pure-torch path instead
+            of compiling the op. ``("ShareMemCommBuilder",)`` makes collectives on cpu go
+            through gloo and skips a one-minute JIT build of DeepSpeed's shared-memory op.
+
+    The result is an instance of a subclass of DeepSpeed's ``DeepSpeedAccelerator``
+    generated from that class: every member DeepSpeed declares, with DeepSpeed's
+    signature, forwarded to ``acc``. See ``docs/migrating-from-deepspeed.md`` for what
+    each member answers.
+
+    >>> ds_acc = as_deepspeed_accelerator()
+    >>> ds_acc.device_name(), ds_acc._name
+    ('cpu', 'cpu')
+    """
+    from accelhal.compat.deepspeed._adapter import adapter_class
+    from accelhal.contract import Accelerator
+    from accelhal.errors import ContractError
+
+    if acc is None:
+        from accelhal import get_accelerator
+
+        acc = get_accelerator()
+    if not isinstance(acc, Accelerator):
+        raise ContractError(
+            f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
+            f"{type(acc).__qualname__}"
+        )
+    ops = tuple(disable_ops)
+    bad = [op for op in ops if not isinstance(op, str) or not op]
+    if isinstance(disable_ops, str) or bad:
+        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
+    return adapter_class()(acc, ops)
+
+
+def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] = ()) -> Any:
+    """Make DeepSpeed use accelhal's accelerator; returns the adapter DeepSpeed now holds.
+
+    ``acc`` (an instance or a backend name) also becomes accelhal's active accelerator,
+    so DeepSpeed and code calling :func:`accelhal.get_accelerator` agree; ``None`` keeps
+    accelhal's active one. ``disable_ops`` as in :func:`as_deepspeed_accelerator`.
+
+    Call it before ``deepspeed.initialize``/``deepspeed.init_distributed``: DeepSpeed
+    code that captured an accelerator at import time keeps DeepSpeed's own.
+    """
+    if acc is not None:
+        import accelhal
+
+        acc = accelhal.set_accelerator(acc)
+    adapter = as_deepspeed_accelerator(acc, disable_ops=disable_ops)
+    from deepspeed.accelerator import set_accelerator
+
+    set_accelerator(adapter)
+    return adapter
+
+
+_registered: dict[str, tuple[str, str]] = {}
+_registered_lock = threading.Lock()
+
+
+def registered_target(backend_name: str) -> tuple[str, str]:
+    """The ``("module:Class", device_type)`` registered for ``backend_name`` by :func:`backend_from_deepspeed`."""
+    try:
+        return _registered[backend_name]
+    except KeyError:
+        raise AttributeError(
+            f"no DeepSpeed accelerator was registered as backend {backend_name!r} in this process"
+        ) from None
+
+
+def backend_from_deepspeed(
+    deepspeed_class: type[Any] | str,
+    *,
+    name: str,
+    priority: int,
+    probe: Probe,
+    device_type: str | None = None,
+    **spec_options: Any,
+) -> BackendSpec:
+    """A :class:`~accelhal.BackendSpec` whose accelerator is DeepSpeed's ``deepspeed_class``.
+
+    Args:
+        deepspeed_class: a subclass of DeepSpeed's ``DeepSpeedAccelerator``, or its
+            ``"module:Class"`` path (then neither DeepSpeed nor torch is imported until
+            the backend is selected: keep plugin discovery cheap).
+        name: the accelhal backend name (``ACCELHAL_ACCELERATOR=<name>``).
+        priority: its place in the cascade (cpu is 100, cuda 300, xpu 900).
+        probe: says whether the device is usable here, cheaply and without creating a
+            device context; required because only the plugin knows how to check its
+            device (DeepSpeed chose a backend as soon as its package imported).
+        device_type: the ``torch.device`` type of its tensors; ``name`` when omitted.
+        spec_options: further :class:`~accelhal.BackendSpec` fields (``comm_backend``,
+            ``visible_devices_envs``, ``requires``, ``replaces``, ``description``).
+
+    The accelerator is a :class:`DeepSpeedBackedAccelerator`: every member is forwarded
+    to an instance of ``deepspeed_class`` and normalised to accelhal's return types.
+    """
+    device_type = name if device_type is None else device_type
+    if isinstance(deepspeed_class, str):
+        module_name = deepspeed_class.partition(":")[0]
+        spec_options.setdefault("requires", (module_name.split(".")[0],))
+        spec_options.setdefault("description", f"DeepSpeed's {deepspeed_class}")
+        spec = BackendSpec(
+            name=name,
+            device_type=device_type,
+            priority=priority,
+            accelerator=f"accelhal.compat.deepspeed._backend:WRAPPED.{name}",
+            probe=probe,
+            **spec_options,
+        )
+        with _registered_lock:
+            known = _registered.setdefault(name, (deepspeed_class, device_type))
+        if known != (deepspeed_class, device_type):
+            raise ValueError(f"backend {name!r} is already registered for DeepSpeed's {known[0]}")
+        return spec
+    from accelhal.compat.deepspeed._backend import wrap_deepspeed_class
+
+    cls = wrap_deepspeed_class(deepspeed_class, name, device_type)
+    spec_options.setdefault("description", f"DeepSpeed's {deepspeed_class.__module__}.{deepspeed_class.__qualname__}")
+    return BackendSpec(
+        name=name, device_type=device_type, priority=priority, accelerator=cls, probe=probe, **spec_options
+    )

@@ -1,0 +1,254 @@
+"""accelhal -> DeepSpeed: an accelhal accelerator dressed as a ``DeepSpeedAccelerator``.
+
+The adapter class is generated once per process from DeepSpeed's own abstract class
+(:func:`~accelhal.compat.deepspeed._members.deepspeed_members`): every method, property
+and class attribute DeepSpeed declares becomes a member that forwards to the wrapped
+accelhal accelerator and carries DeepSpeed's signature. Written by hand are only the
+members where DeepSpeed's code needs an answer accelhal does not give itself:
+
+* the op builders (``op_builder_dir``, ``get_op_builder``, ``create_op_builder``);
+* the visible-devices variables where accelhal has none (cpu);
+* the members DeepSpeed reads outside its abstract class (``_name``,
+  ``_communication_backend_name``, ``_compile_backend``, ``communication_backend_version``);
+  any other attribute is looked up on the accelhal accelerator.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from typing import Any
+
+from accelhal.compat.deepspeed._members import DEEPSPEED_OWN, deepspeed_base, deepspeed_members, deepspeed_signature
+from accelhal.contract import Accelerator
+from accelhal.errors import ContractError, UnsupportedFeatureError
+from accelhal.ops import NotImplementedBuilder
+
+ADAPTER_CLASS_NAME = "AccelhalDeepSpeedAccelerator"
+
+
+class UnavailableBuilder(NotImplementedBuilder):
+    """What the adapter returns for an op that neither DeepSpeed nor accelhal builds for this device.
+
+    It has the parts of DeepSpeed's ``OpBuilder`` that DeepSpeed reads from every builder
+    (``name``, ``NAME``, ``absolute_name()``, ``is_compatible()`` -> False); ``load()``
+    raises :class:`~accelhal.UnsupportedFeatureError` naming the op and the backend.
+    """
+
+    NAME = "deepspeed_not_implemented"
+
+    def __init__(self, name: str | None = None) -> None:
+        """Mirror DeepSpeed's ``OpBuilder(name)`` constructor."""
+        self.name = self.NAME if name is None else name
+
+    def absolute_name(self) -> str:
+        """The dotted module name DeepSpeed would import the built op as."""
+        return f"deepspeed.ops.{self.name}_op"
+
+
+@functools.cache
+def _disabled_builder(real: type[Any], backend: str, class_name: str) -> type[Any]:
+    """``real`` (one of DeepSpeed's builders), except that it says it cannot be built here."""
+
+    def is_compatible(self: Any, verbose: bool = False) -> bool:
+        return False
+
+    def load(self: Any, verbose: bool = True) -> Any:
+        raise UnsupportedFeatureError(
+            backend, f"op {class_name!r}", "it was disabled with as_deepspeed_accelerator(disable_ops=...)"
+        )
+
+    namespace = {"is_compatible": is_compatible, "load": load, "jit_load": load, "__module__": __name__}
+    return type(class_name, (real,), namespace)
+
+
+@functools.cache
+def _unavailable_builder(backend: str, class_name: str) -> type[UnavailableBuilder]:
+    return type(class_name, (UnavailableBuilder,), {"backend": backend, "op_name": class_name, "__module__": __name__})
+
+
+@functools.cache
+def deepspeed_twin(*names: str) -> Any | None:
+    """A bare instance of DeepSpeed's own accelerator for the first of ``names`` DeepSpeed ships, else None.
+
+    Its constructor is not run (as in DeepSpeed's own accelerator test), so nothing is
+    initialised; it is used only for the answers that depend on DeepSpeed's own files:
+    which op builders exist for the device and where (``op_builder_dir``,
+    ``get_op_builder``), and the visible-devices variable DeepSpeed's launcher expects.
+    """
+    from deepspeed.accelerator.real_accelerator import SUPPORTED_ACCELERATOR_LIST
+
+    base = deepspeed_base()
+    for name in names:
+        if name not in SUPPORTED_ACCELERATOR_LIST:
+            continue
+        module_name = f"deepspeed.accelerator.{name}_accelerator"
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, base) and value.__module__ == module_name:
+                twin: Any = object.__new__(value)
+                if not hasattr(twin, "class_dict"):  # the builder cache some set in __init__, empty there too
+                    twin.class_dict = None
+                return twin
+    return None
+
+
+def _delegate_method(name: str) -> Callable[..., Any]:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self._member(name)(*args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__signature__ = deepspeed_signature(name)  # type: ignore[attr-defined]
+    method.__doc__ = _doc(name)
+    return method
+
+
+def _delegate_property(name: str) -> property:
+    def getter(self: Any) -> Any:
+        return self._member(name)
+
+    return property(getter, doc=_doc(name))
+
+
+def _doc(name: str) -> str:
+    ours = inspect.getattr_static(Accelerator, name, None)
+    text = inspect.getdoc(ours) if ours is not None and not isinstance(ours, (bool, str, int)) else None
+    return f"Delegated to the accelhal accelerator. {text or ''}".strip()
+
+
+class _AdapterMembers:
+    """The hand-written part of the adapter (mixed into the generated class)."""
+
+    accelhal_accelerator: Accelerator
+    _disabled_ops: frozenset[str]
+
+    def __init__(self, accelerator: Accelerator, disable_ops: Iterable[str] = ()) -> None:
+        """Wrap ``accelerator``; DeepSpeed's own ``__init__`` (which sets three names to None) is not run."""
+        self.accelhal_accelerator = accelerator
+        self._disabled_ops = frozenset(disable_ops)
+
+    def __repr__(self) -> str:
+        return f"<{ADAPTER_CLASS_NAME} wrapping {self.accelhal_accelerator!r}>"
+
+    def _member(self, name: str) -> Any:
+        try:
+            return getattr(self.accelhal_accelerator, name)
+        except AttributeError:
+            raise UnsupportedFeatureError(
+                self.accelhal_accelerator.name,
+                f"DeepSpeed's accelerator member {name!r}",
+                f"{type(self.accelhal_accelerator).__qualname__} has no such member",
+            ) from None
+
+    def __getattr__(self, name: str) -> Any:
+        """Members DeepSpeed reads outside its abstract class (``get_rss``, ...) come from accelhal."""
+        if name.startswith("__") or name in ("accelhal_accelerator", "_disabled_ops"):
+            raise AttributeError(name)
+        return getattr(self.accelhal_accelerator, name)
+
+    # ---------------------------------------------------------- read outside DeepSpeed's abstract class
+    @property
+    def _name(self) -> str:
+        """The accelhal backend's name (DeepSpeed compares it with the name recorded at install time)."""
+        return self.accelhal_accelerator.name
+
+    @property
+    def _communication_backend_name(self) -> str:
+        """What DeepSpeed's own accelerators keep in this attribute."""
+        return self.accelhal_accelerator.communication_backend_name()
+
+    @property
+    def _compile_backend(self) -> str:
+        """What DeepSpeed's own accelerators keep in this attribute."""
+        return self.accelhal_accelerator.get_compile_backend()
+
+    def communication_backend_version(self) -> tuple[int, ...]:
+        """The collective library's version, from the accelhal backend when it reports one, else ``(0, 0, 0)``.
+
+        ``(0, 0, 0)`` (as DeepSpeed's supa backend answers) means "unknown": DeepSpeed then
+        assumes an old library and keeps its conservative defaults.
+        """
+        version = getattr(self.accelhal_accelerator, "communication_backend_version", None)
+        return tuple(version()) if callable(version) else (0, 0, 0)
+
+    # ---------------------------------------------------------- op builders
+    def _twin(self) -> Any | None:
+        acc = self.accelhal_accelerator
+        return deepspeed_twin(acc.name, acc.device_type)
+
+    def op_builder_dir(self) -> str:
+        """DeepSpeed's op-builder package for this device (``deepspeed.ops.op_builder.cpu`` on cpu).
+
+        For a device DeepSpeed has no accelerator for, accelhal's own op-builder package.
+        """
+        twin = self._twin()
+        return str(twin.op_builder_dir()) if twin is not None else self.accelhal_accelerator.op_builder_dir()
+
+    def get_op_builder(self, class_name: str) -> type[Any]:
+        """The builder class ``class_name``: DeepSpeed's own for this device, else accelhal's.
+
+        A name in ``disable_ops`` gives DeepSpeed's builder with ``is_compatible()`` False
+        (DeepSpeed then takes its fallback path); a name nobody builds gives an
+        :class:`UnavailableBuilder`. Never ``None``.
+        """
+        twin = self._twin()
+        found = twin.get_op_builder(class_name) if twin is not None else None
+        if found is not None and found.__name__ != "NotImplementedBuilder":
+            if class_name in self._disabled_ops:
+                return _disabled_builder(found, self.accelhal_accelerator.name, class_name)
+            return found  # type: ignore[no-any-return]
+        ours = self.accelhal_accelerator.get_op_builder(class_name)
+        if not issubclass(ours, NotImplementedBuilder) and class_name not in self._disabled_ops:
+            return ours
+        return _unavailable_builder(self.accelhal_accelerator.name, class_name)
+
+    def create_op_builder(self, class_name: str) -> Any:
+        """An instance of :meth:`get_op_builder`'s class."""
+        return self.get_op_builder(class_name)()
+
+    # ---------------------------------------------------------- launcher
+    def visible_devices_envs(self) -> list[str]:
+        """accelhal's visible-devices variables; where it has none (cpu), DeepSpeed's own for the device.
+
+        DeepSpeed's launcher reads element ``[0]``, so the list is never empty for a device
+        DeepSpeed knows (on cpu it is DeepSpeed's placeholder ``['CUDA_VISIBLE_DEVICES']``).
+        """
+        names = self.accelhal_accelerator.visible_devices_envs()
+        if names:
+            return names
+        twin = self._twin()
+        return list(twin.visible_devices_envs()) if twin is not None else []
+
+    def set_visible_devices_envs(
+        self, current_env: MutableMapping[str, str], local_accelerator_ids: Sequence[int | str]
+    ) -> None:
+        """Write the ids into every variable :meth:`visible_devices_envs` names (validated by accelhal)."""
+        self.accelhal_accelerator.set_visible_devices_envs(current_env, local_accelerator_ids)
+        value = ",".join(str(i).strip() for i in local_accelerator_ids)
+        for name in self.visible_devices_envs():
+            current_env.setdefault(name, value)
+
+
+@functools.cache
+def adapter_class() -> type[Any]:
+    """The generated ``DeepSpeedAccelerator`` subclass (built on first use, then cached)."""
+    base = deepspeed_base()
+    handwritten = {n for n, v in vars(_AdapterMembers).items() if not n.startswith("__")}
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__doc__": "A DeepSpeed accelerator that delegates every member to an accelhal accelerator.",
+    }
+    for name, kind in deepspeed_members().items():
+        if name in DEEPSPEED_OWN or name in handwritten or kind == "static":
+            continue
+        namespace[name] = _delegate_method(name) if kind == "method" else _delegate_property(name)
+    cls = type(ADAPTER_CLASS_NAME, (_AdapterMembers, base), namespace)
+    abstract = sorted(getattr(cls, "__abstractmethods__", ()))
+    if abstract:  # DeepSpeed declared something this generation does not cover
+        raise ContractError(f"{ADAPTER_CLASS_NAME} leaves abstract: {abstract}")
+    return cls

@@ -1,0 +1,68 @@
+"""``accelhal.distributed``: torch.distributed set up on whatever accelerator is active.
+
+>>> import accelhal.distributed as ahd
+>>> setup = ahd.init_process_group()     # under torchrun / mpirun / srun
+>>> setup.backend, setup.device          # ('nccl', device(type='cuda', index=1)) on rank 1 of a GPU node
+>>> ahd.destroy_process_group()
+
+Names are loaded on first access: importing this package imports neither torch nor the
+accelerator; :func:`read_launch_env` works without torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from accelhal.distributed.checks import CheckResult, selfcheck
+    from accelhal.distributed.launch_env import (
+        LAUNCHERS,
+        LaunchEnv,
+        Launcher,
+        export_envs,
+        read_launch_env,
+        set_visible_devices_envs,
+    )
+    from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
+
+_EXPORTS: dict[str, str] = {
+    "init_process_group": "accelhal.distributed.process_group",
+    "destroy_process_group": "accelhal.distributed.process_group",
+    "ProcessGroupSetup": "accelhal.distributed.process_group",
+    "read_launch_env": "accelhal.distributed.launch_env",
+    "LaunchEnv": "accelhal.distributed.launch_env",
+    "Launcher": "accelhal.distributed.launch_env",
+    "LAUNCHERS": "accelhal.distributed.launch_env",
+    "set_visible_devices_envs": "accelhal.distributed.launch_env",
+    "export_envs": "accelhal.distributed.launch_env",
+    "selfcheck": "accelhal.distributed.checks",
+    "CheckResult": "accelhal.distributed.checks",
+}
+
+__all__ = [
+    "init_process_group",
+    "destroy_process_group",
+    "ProcessGroupSetup",
+    "read_launch_env",
+    "LaunchEnv",
+    "Launcher",
+    "LAUNCHERS",
+    "set_visible_devices_envs",
+    "export_envs",
+    "selfcheck",
+    "CheckResult",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'accelhal.distributed' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,294 @@
+"""The launcher's environment: who started this process, and as which rank.
+
+:func:`read_launch_env` reads the variables a launcher sets for each process it starts
+and returns one frozen :class:`LaunchEnv`, naming the launcher it came from. Launchers
+are tried in this order (rank, world size, local rank, local world size); the first whose
+rank or size variable is present wins:
+
+* ``torchrun``: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``;
+* ``openmpi``: ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
+  ``OMPI_COMM_WORLD_LOCAL_SIZE``;
+* ``pmi`` (MPICH, Intel MPI, Cray, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``,
+  ``MPI_LOCALRANKID`` or ``PMI_LOCAL_RANK`` or ``SLURM_LOCALID``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
+* ``slurm`` (``srun``): ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
+  ``SLURM_NTASKS_PER_NODE`` (its compressed form ``"4(x2),2"`` is read for ``SLURM_NODEID``).
+
+``torchrun`` stands for every launcher that sets torch's own variables (torchrun,
+``python -m torch.distributed.run``, DeepSpeed's launcher, Accelerate). Without any of
+them the process is a single one (``source="none"``, rank 0 of 1). The rendezvous
+address comes from ``MASTER_ADDR``/``MASTER_PORT`` whatever the launcher.
+
+Every value is checked: integers must be integers, ranks below sizes, the local world no
+larger than the world, a rank given without its size is an error. A
+:class:`~accelhal.errors.DistributedSetupError` names the variable and what would be right.
+
+This module does not import torch; the two helpers at the end ask the active accelerator.
+
+>>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+...                        "MASTER_ADDR": "node0", "MASTER_PORT": "29500"})
+>>> env.source, env.rank, env.world_size, env.local_rank, env.local_world_size
+('torchrun', 3, 4, 1, 2)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
+
+from accelhal.errors import DistributedSetupError
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """Which variables one kind of launcher sets (the first present name of each tuple is read)."""
+
+    source: str
+    rank: tuple[str, ...]
+    world_size: tuple[str, ...]
+    local_rank: tuple[str, ...]
+    local_world_size: tuple[str, ...]
+
+
+LAUNCHERS: tuple[Launcher, ...] = (
+    Launcher("torchrun", ("RANK",), ("WORLD_SIZE",), ("LOCAL_RANK",), ("LOCAL_WORLD_SIZE",)),
+    Launcher(
+        "openmpi",
+        ("OMPI_COMM_WORLD_RANK",),
+        ("OMPI_COMM_WORLD_SIZE",),
+        ("OMPI_COMM_WORLD_LOCAL_RANK",),
+        ("OMPI_COMM_WORLD_LOCAL_SIZE",),
+    ),
+    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE without MPI's local variables: Slurm's local id is right then.
+    Launcher(
+        "pmi",
+        ("PMI_RANK",),
+        ("PMI_SIZE",),
+        ("MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"),
+        ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
+    ),
+    Launcher("slurm", ("SLURM_PROCID",), ("SLURM_NTASKS",), ("SLURM_LOCALID",), ("SLURM_NTASKS_PER_NODE",)),
+)
+"""The launchers :func:`read_launch_env` knows, in the order it tries them."""
+
+_SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """Where this process stands in a launched job, read from one launcher's variables.
+
+    ``variables`` maps each field that came from the environment to the variable it was
+    read from (``{"rank": "OMPI_COMM_WORLD_RANK", ...}``), so messages can name it.
+    """
+
+    source: str
+    """``"torchrun"``, ``"openmpi"``, ``"pmi"``, ``"slurm"``, or ``"none"`` (not launched)."""
+    rank: int
+    world_size: int
+    local_rank: int
+    local_world_size: int | None
+    """Processes on this node; ``None`` where the launcher does not say."""
+    master_addr: str | None
+    master_port: int | None
+    variables: tuple[tuple[str, str], ...] = ()
+
+    def variable(self, field: str) -> str:
+        """The variable ``field`` was read from, or torch's name for it when it was not read.
+
+        >>> read_launch_env({"PMI_RANK": "0", "PMI_SIZE": "1"}).variable("rank")
+        'PMI_RANK'
+        """
+        return dict(self.variables).get(field, TORCH_VARIABLES[field])
+
+    @property
+    def launched(self) -> bool:
+        """True when a launcher set this process's rank (``source != "none"``)."""
+        return self.source != "none"
+
+
+TORCH_VARIABLES = {
+    "rank": "RANK",
+    "world_size": "WORLD_SIZE",
+    "local_rank": "LOCAL_RANK",
+    "local_world_size": "LOCAL_WORLD_SIZE",
+    "master_addr": "MASTER_ADDR",
+    "master_port": "MASTER_PORT",
+}
+"""torch's variable for each :class:`LaunchEnv` field (what torchrun sets)."""
+
+
+def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
+    """Read and validate the launcher's variables from ``environ`` (``os.environ`` when ``None``).
+
+    Raises :class:`~accelhal.errors.DistributedSetupError` for a malformed or
+    inconsistent set-up, naming the variable and what would be right.
+
+    >>> read_launch_env({}).source
+    'none'
+    >>> read_launch_env({"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1",
+    ...                  "SLURM_NTASKS_PER_NODE": "4(x2)"}).local_world_size
+    4
+    """
+    env = os.environ if environ is None else environ
+    master_addr = _get(env, "MASTER_ADDR")
+    master_port = _parse_port(env)
+    for launcher in LAUNCHERS:
+        if _first(env, launcher.rank) or _first(env, launcher.world_size):
+            return _read(env, launcher, master_addr, master_port)
+    stray = _first(env, ("LOCAL_RANK", "LOCAL_WORLD_SIZE"))
+    if stray:
+        raise DistributedSetupError(
+            f"{stray} is set but RANK and WORLD_SIZE are not: a launcher sets all of them. "
+            f"Launch with torchrun (python -m torch.distributed.run) or set RANK and WORLD_SIZE too",
+            variable=stray,
+            value=env[stray],
+        )
+    return LaunchEnv("none", 0, 1, 0, 1, master_addr, master_port)
+
+
+def _read(env: Mapping[str, str], launcher: Launcher, addr: str | None, port: int | None) -> LaunchEnv:
+    rank_var = _required(env, launcher, launcher.rank, launcher.world_size)
+    size_var = _required(env, launcher, launcher.world_size, launcher.rank)
+    rank = _parse_int(env, rank_var, minimum=0)
+    world_size = _parse_int(env, size_var, minimum=1)
+    _check_below(rank_var, rank, size_var, world_size)
+    used = [("rank", rank_var), ("world_size", size_var)]
+
+    local_size_var = _first(env, launcher.local_world_size)
+    local_world_size = None
+    if local_size_var:
+        local_world_size = _parse_local_size(env, launcher, local_size_var)
+        used.append(("local_world_size", local_size_var))
+        if local_world_size > world_size:
+            raise DistributedSetupError(
+                f"{local_size_var}={local_world_size} is larger than {size_var}={world_size}: a node cannot run "
+                f"more processes than the whole job; launch with at most {world_size} processes per node",
+                variable=local_size_var,
+                value=env[local_size_var],
+            )
+
+    local_rank_var = _first(env, launcher.local_rank)
+    if local_rank_var:
+        local_rank = _parse_int(env, local_rank_var, minimum=0)
+        used.append(("local_rank", local_rank_var))
+        if local_size_var and local_world_size is not None:
+            _check_below(local_rank_var, local_rank, local_size_var, local_world_size)
+    elif world_size == 1:
+        local_rank = 0
+    else:
+        wanted = " or ".join(launcher.local_rank)
+        raise DistributedSetupError(
+            f"{rank_var} and {size_var} are set ({launcher.source} launch of {world_size} processes) but {wanted} "
+            f"is not, so this process cannot tell which local device is its own; set {wanted} to the "
+            f"process's index on its node",
+            variable=launcher.local_rank[0],
+        )
+    return LaunchEnv(launcher.source, rank, world_size, local_rank, local_world_size, addr, port, tuple(used))
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name)
+    return value.strip() if value is not None and value.strip() else None
+
+
+def _first(env: Mapping[str, str], names: Sequence[str]) -> str | None:
+    """The first of ``names`` that is set to a non-blank value."""
+    return next((name for name in names if _get(env, name) is not None), None)
+
+
+def _required(env: Mapping[str, str], launcher: Launcher, names: tuple[str, ...], partner: tuple[str, ...]) -> str:
+    found = _first(env, names)
+    if found:
+        return found
+    present = _first(env, partner)
+    raise DistributedSetupError(
+        f"{present} is set but {' or '.join(names)} is not: a {launcher.source} launch sets both; "
+        f"set {names[0]} as well (or unset {present} if this process was not launched as part of a job)",
+        variable=names[0],
+    )
+
+
+def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
+    raw = env[name].strip()
+    if not raw.isdigit() or int(raw) < minimum:
+        kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
+        raise DistributedSetupError(
+            f"{name} must be {kind} as set by a launcher, got {raw!r}", variable=name, value=raw
+        )
+    return int(raw)
+
+
+def _parse_port(env: Mapping[str, str]) -> int | None:
+    raw = _get(env, "MASTER_PORT")
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise DistributedSetupError(
+            f"MASTER_PORT must be a TCP port number between 1 and 65535, got {raw!r}", variable="MASTER_PORT", value=raw
+        )
+    return int(raw)
+
+
+def _parse_local_size(env: Mapping[str, str], launcher: Launcher, name: str) -> int:
+    """A local world size; Slurm's compressed form (``"4(x2)"``, ``"2(x3),1"``) is read per node."""
+    if launcher.source != "slurm":
+        return _parse_int(env, name, minimum=1)
+    counts = []
+    for part in env[name].strip().split(","):
+        match = _SLURM_COUNT.match(part.strip())
+        if not match or int(match[1]) < 1:
+            raise DistributedSetupError(
+                f"{name} must be Slurm's task count per node such as '4' or '4(x2),2', got {env[name]!r}",
+                variable=name,
+                value=env[name],
+            )
+        counts += [int(match[1])] * int(match[2] or 1)
+    if len(set(counts)) == 1:
+        return counts[0]
+    node = _first(env, ("SLURM_NODEID",))
+    index = _parse_int(env, node, minimum=0) if node else len(counts)
+    if index >= len(counts):
+        raise DistributedSetupError(
+            f"{name}={env[name]!r} differs between nodes and SLURM_NODEID does not pick one of its "
+            f"{len(counts)} nodes; run the job through srun, which sets both",
+            variable="SLURM_NODEID",
+            value=env.get("SLURM_NODEID"),
+        )
+    return counts[index]
+
+
+def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
+    if value >= limit:
+        raise DistributedSetupError(
+            f"{name}={value} is not below {limit_name}={limit}: ranks count from 0 to {limit - 1}; "
+            f"check the launcher's arguments (or raise {limit_name})",
+            variable=name,
+            value=value,
+        )
+
+
+def set_visible_devices_envs(env: MutableMapping[str, str], device_ids: Sequence[int | str]) -> None:
+    """Write the active backend's visible-devices variables for a child process into ``env``.
+
+    Delegates to :meth:`accelhal.Accelerator.set_visible_devices_envs` of
+    :func:`accelhal.get_accelerator` (``CUDA_VISIBLE_DEVICES`` on cuda, nothing on cpu).
+
+    >>> child = dict(os.environ)
+    >>> set_visible_devices_envs(child, [2, 3])   # on cuda: child["CUDA_VISIBLE_DEVICES"] == "2,3"
+    """
+    from accelhal.selection import get_accelerator
+
+    get_accelerator().set_visible_devices_envs(env, device_ids)
+
+
+def export_envs() -> list[str]:
+    """Prefixes of the variables a multi-node launcher should forward to remote ranks.
+
+    Delegates to :meth:`accelhal.Accelerator.export_envs` of :func:`accelhal.get_accelerator`
+    (for example ``["NCCL"]`` on cuda).
+    """
+    from accelhal.selection import get_accelerator
+
+    return get_accelerator().export_envs()

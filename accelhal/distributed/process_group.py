@@ -1,0 +1,269 @@
+"""One call that joins this process to its job's process group on the active accelerator.
+
+:func:`init_process_group` has torch's name and arguments. On top of
+:func:`torch.distributed.init_process_group` it:
+
+1. reads and validates the launcher's variables (:func:`~accelhal.distributed.read_launch_env`:
+   torchrun, Open MPI, MPICH/PMI or Slurm) and checks explicit ``world_size``/``rank`` against them;
+2. picks the communication backend of :func:`accelhal.get_accelerator`
+   (``communication_backend_name()``: ``nccl``, ``hccl``, ``xccl``, ``gloo`` ...) unless
+   ``backend`` is given, and checks that this torch can use it;
+3. checks the rendezvous variables (``MASTER_ADDR``/``MASTER_PORT`` for ``env://``) and that
+   the local rank has a visible device, all before anything is set up;
+4. binds the process to its local device (``set_device(local_rank)``) and passes that device
+   as ``device_id`` so device backends such as NCCL connect eagerly (not for ``gloo``/``mpi``
+   or on cpu);
+5. is idempotent: a second call with the same settings returns the same
+   :class:`ProcessGroupSetup`; a conflicting one raises.
+
+Every refusal is a :class:`~accelhal.errors.DistributedSetupError` naming the variable or
+argument at fault and what would be right.
+
+Example (under ``torchrun --nproc_per_node=2 train.py``)::
+
+    import accelhal.distributed as ahd
+
+    setup = ahd.init_process_group()        # nccl on cuda, gloo on cpu, hccl on npu ...
+    model = torch.nn.parallel.DistributedDataParallel(model.to(setup.device))
+    ...
+    ahd.destroy_process_group()
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from accelhal.contract import Accelerator
+from accelhal.distributed.launch_env import TORCH_VARIABLES, LaunchEnv, read_launch_env
+from accelhal.errors import DistributedSetupError
+
+HOST_BACKENDS = frozenset({"gloo", "mpi"})
+"""Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""
+
+
+@dataclass(frozen=True)
+class ProcessGroupSetup:
+    """What :func:`init_process_group` set up (or found set up)."""
+
+    backend: str
+    """The ``torch.distributed`` backend of the default group (``"nccl"``, ``"gloo"``, ...)."""
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    """This process's device (``accelerator.device(local_rank)``); put tensors and models here."""
+    accelerator: str
+    """The name of the accelhal backend that was active (``"cuda"``, ``"cpu"``, ...)."""
+    launch: LaunchEnv
+    """The launcher's variables as read."""
+
+
+_lock = threading.Lock()
+_setup: ProcessGroupSetup | None = None
+
+
+def init_process_group(
+    backend: str | None = None,
+    *,
+    init_method: str | None = None,
+    timeout: timedelta | None = None,
+    world_size: int | None = None,
+    rank: int | None = None,
+    device_id: Any = ...,
+    **kwargs: Any,
+) -> ProcessGroupSetup:
+    """Join this process to the default process group on the active accelerator.
+
+    Args:
+        backend: the ``torch.distributed`` backend; ``None`` takes the active accelerator's
+            ``communication_backend_name()``.
+        init_method: as in torch; ``None`` means ``env://`` (``MASTER_ADDR``/``MASTER_PORT``).
+        timeout: as in torch.
+        world_size: must equal the launcher's world size when one was launched;
+            ``None`` (or torch's ``-1``) takes it from the launcher.
+        rank: likewise for the rank.
+        device_id: ``...`` (default) passes ``accelerator.device(local_rank)`` where the backend
+            connects eagerly; ``None`` passes nothing; anything else is passed as given.
+        **kwargs: passed to :func:`torch.distributed.init_process_group` (``store``, ``pg_options``, ...).
+
+    Returns:
+        The :class:`ProcessGroupSetup`; a repeated call with the same settings returns it again.
+
+    Raises:
+        DistributedSetupError: the environment or the arguments do not add up (nothing was set up).
+    """
+    global _setup
+    from accelhal.selection import get_accelerator
+
+    if not dist.is_available():
+        raise DistributedSetupError(
+            f"this torch {torch.__version__} was built without torch.distributed; install a build with it "
+            f"(the official wheels have it)"
+        )
+    accelerator = get_accelerator()
+    launch = read_launch_env()
+    world, own_rank = _reconcile(launch, world_size, rank)
+    name = (backend or accelerator.communication_backend_name()).strip().lower()
+    with _lock:
+        if dist.is_initialized():
+            return _existing(accelerator, launch, name, world, own_rank)
+        if "store" not in kwargs:
+            _check_rendezvous(launch, init_method)
+        _check_backend(name, accelerator, requested=backend is not None)
+        _export_torch_variables(launch)
+        _check_local_device(launch, accelerator)
+        accelerator.set_device(launch.local_rank)
+        device = accelerator.device(launch.local_rank)
+        if device_id is ...:
+            device_id = device if _connects_eagerly(name, device) else None
+        if device_id is not None:
+            kwargs["device_id"] = device_id
+        dist.init_process_group(
+            backend=name, init_method=init_method, timeout=timeout, world_size=world, rank=own_rank, **kwargs
+        )
+        _setup = ProcessGroupSetup(name, own_rank, world, launch.local_rank, device, accelerator.name, launch)
+        return _setup
+
+
+def destroy_process_group() -> None:
+    """Tear down the default process group; a no-op when there is none.
+
+    After it, :func:`init_process_group` may be called again (with other settings).
+    """
+    global _setup
+    with _lock:
+        _setup = None
+        if dist.is_available() and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _reconcile(launch: LaunchEnv, world_size: int | None, rank: int | None) -> tuple[int, int]:
+    """The world size and rank to use: the launcher's, which explicit arguments must match."""
+    world_size = None if world_size == -1 else world_size
+    rank = None if rank == -1 else rank
+    if not launch.launched and world_size not in (None, 1):
+        raise DistributedSetupError(
+            f"world_size={world_size} was passed but no launcher set this process's rank (none of RANK, "
+            f"OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID is set); start the processes with torchrun, mpirun "
+            f"or srun, or set RANK, WORLD_SIZE and LOCAL_RANK for each",
+            variable="world_size",
+            value=world_size,
+        )
+    for argument, given, found in (("world_size", world_size, launch.world_size), ("rank", rank, launch.rank)):
+        if given is not None and given != found and launch.launched:
+            variable = launch.variable(argument)
+            raise DistributedSetupError(
+                f"{argument}={given} was passed but the {launch.source} launcher set {variable}={found}; "
+                f"pass {argument}={found} or leave it out",
+                variable=variable,
+                value=given,
+            )
+    own_rank = launch.rank if rank is None else rank
+    if own_rank >= launch.world_size or own_rank < 0:
+        raise DistributedSetupError(
+            f"rank={own_rank} is not within world_size={launch.world_size}: ranks count from 0 to "
+            f"{launch.world_size - 1}",
+            variable="rank",
+            value=own_rank,
+        )
+    return launch.world_size, own_rank
+
+
+def _check_rendezvous(launch: LaunchEnv, init_method: str | None) -> None:
+    if init_method is not None and not init_method.startswith("env://"):
+        return
+    missing = [
+        name
+        for name, value in (("MASTER_ADDR", launch.master_addr), ("MASTER_PORT", launch.master_port))
+        if value is None
+    ]
+    if missing:
+        raise DistributedSetupError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set but the rendezvous is env:// "
+            f"(init_method={init_method!r}): set MASTER_ADDR to the host of rank 0 (127.0.0.1 on one node) and "
+            f"MASTER_PORT to a free TCP port, launch with torchrun (which sets both), or pass "
+            f"init_method='tcp://HOST:PORT'",
+            variable=missing[0],
+        )
+
+
+def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
+    if dist.is_backend_available(name):
+        return
+    available = [
+        b for b in dist.Backend.backend_list if b not in ("undefined", "fake") and dist.is_backend_available(b)
+    ]
+    origin = (
+        "the backend argument" if requested else f"the {accelerator.name!r} accelerator's communication_backend_name()"
+    )
+    raise DistributedSetupError(
+        f"communication backend {name!r} (from {origin}) is not available in this torch {torch.__version__}: "
+        f"torch.distributed.is_backend_available({name!r}) is False. Available here: {', '.join(available) or 'none'}. "
+        f"Pass backend= one of those, or install the torch build or vendor package that provides {name!r}",
+        variable="backend",
+        value=name,
+    )
+
+
+def _export_torch_variables(launch: LaunchEnv) -> None:
+    """Give code that reads torch's variables (``LOCAL_RANK`` ...) the values an MPI/Slurm launcher set."""
+    if launch.source in ("none", "torchrun"):
+        return
+    for field in ("rank", "world_size", "local_rank", "local_world_size"):
+        value = getattr(launch, field)
+        if value is not None:
+            os.environ.setdefault(TORCH_VARIABLES[field], str(value))
+
+
+def _check_local_device(launch: LaunchEnv, accelerator: Accelerator) -> None:
+    count = accelerator.device_count()
+    if launch.local_rank < count:
+        return
+    shown = ", ".join(f"{v}={os.environ[v]!r}" for v in accelerator.visible_devices_envs() if v in os.environ)
+    variable = launch.variable("local_rank")
+    raise DistributedSetupError(
+        f"{variable}={launch.local_rank} but this process sees only {count} {accelerator.name} device(s)"
+        f"{f' ({shown})' if shown else ''}: local ranks must be below {count}; start at most {count} "
+        f"processes per node (torchrun --nproc_per_node={count}) or make more devices visible",
+        variable=variable,
+        value=launch.local_rank,
+    )
+
+
+def _backend_names(backend: str) -> set[str]:
+    """The plain backend names in ``backend`` (``"cpu:gloo,cuda:nccl"`` -> ``{"gloo", "nccl"}``)."""
+    return {part.split(":")[-1].strip() for part in backend.split(",")}
+
+
+def _connects_eagerly(backend: str, device: torch.device) -> bool:
+    """Whether to pass ``device_id``: a device backend on a non-cpu device."""
+    return device.type != "cpu" and not _backend_names(backend) <= HOST_BACKENDS
+
+
+def _existing(accelerator: Accelerator, launch: LaunchEnv, name: str, world: int, own_rank: int) -> ProcessGroupSetup:
+    """The set-up already in place, if it agrees with what was asked for; else raise."""
+    current = str(dist.get_backend())
+    wanted = {"backend": name, "world_size": world, "rank": own_rank}
+    found = {"backend": current, "world_size": dist.get_world_size(), "rank": dist.get_rank()}
+    same_backend = _backend_names(name) <= _backend_names(current)
+    conflicts = [] if same_backend else ["backend"]
+    conflicts += [key for key in ("world_size", "rank") if wanted[key] != found[key]]
+    if conflicts:
+        described = ", ".join(f"{key}={wanted[key]!r} (it has {found[key]!r})" for key in conflicts)
+        raise DistributedSetupError(
+            f"the default process group is already initialised with other settings: asked for {described}; "
+            f"call accelhal.distributed.destroy_process_group() first to start over",
+            variable=conflicts[0],
+            value=wanted[conflicts[0]],
+        )
+    if _setup is not None:
+        return _setup
+    device = accelerator.device(launch.local_rank)
+    return ProcessGroupSetup(current, own_rank, world, launch.local_rank, device, accelerator.name, launch)

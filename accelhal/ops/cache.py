@@ -1,0 +1,97 @@
+"""The JIT build cache: keyed directories, their manifests, and loading what they hold.
+
+Each build lives in ``<root>/<op name>-<key>``, where ``<root>`` is
+``ACCELHAL_OPS_CACHE`` (default ``~/.cache/accelhal/ops``) and ``<key>`` is a hash of
+every build input (source and header contents, flags, the relevant environment, and the
+torch, accelhal and Python versions): a change to any of them is a new directory, never
+a stale module. A finished build writes ``build.json`` (the manifest) last and
+atomically, so a directory with a manifest holds a complete, importable module and a
+later process loads it without taking the build lock or running a compiler.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+MANIFEST = "build.json"
+"""Written last, atomically, by a successful build."""
+BUILD_LOG = "build.log"
+"""The compiler's output of the last failed build."""
+LOCK = "accelhal.lock"
+"""Our lock file (torch's own baton inside the same directory is called ``lock``)."""
+TORCH_BATON = "lock"
+
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc")
+"""Files under an op's include paths whose contents enter the key."""
+
+
+def file_digest(path: str | Path) -> str:
+    """The sha256 of a file's contents."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def header_digests(directory: str | Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of the header files under ``directory`` (empty if it is missing)."""
+    root = Path(directory)
+    if not root.is_dir():
+        return {}
+    return {
+        str(path.relative_to(root)): file_digest(path)
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.suffix in HEADER_SUFFIXES
+    }
+
+
+def digest_inputs(inputs: Mapping[str, Any]) -> str:
+    """A short stable hash of a JSON-serialisable mapping of build inputs."""
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def read_manifest(directory: str | Path) -> dict[str, Any] | None:
+    """The manifest of a finished build in ``directory`` whose module file exists, else ``None``."""
+    try:
+        data = json.loads((Path(directory) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not Path(str(data.get("module_file", ""))).is_file():
+        return None
+    return data
+
+
+def write_atomically(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (readers never see half)."""
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, target)
+
+
+def write_manifest(directory: str | Path, module: ModuleType, inputs: Mapping[str, Any]) -> None:
+    """Record a finished build: the module's name and file, and the inputs it was built from."""
+    manifest = {"module_name": module.__name__, "module_file": module.__file__, "inputs": inputs}
+    write_atomically(Path(directory) / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))
+
+
+def import_extension(name: str, path: str | Path) -> ModuleType:
+    """Import the compiled extension module ``name`` from the file ``path``."""
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, str(path), loader=loader)
+    if spec is None:
+        raise ImportError(f"cannot import {name!r} from {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def existing(paths: Iterable[str]) -> list[str]:
+    """The paths in ``paths`` that do not exist (for readable compatibility reasons)."""
+    return [p for p in paths if not os.path.exists(p)]

@@ -1,0 +1,35 @@
+"""``use_accelerator``: swap the process's accelerator for the duration of a block."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelhal.contract import Accelerator
+
+
+@contextlib.contextmanager
+def use_accelerator(accelerator: Accelerator | str) -> Iterator[Accelerator]:
+    """Make ``accelerator`` (an instance or a backend name) active inside the block, then restore.
+
+    On exit the previously active accelerator *and* its selection decision are put back
+    exactly, including "nothing selected yet". A name is resolved like
+    :func:`accelhal.set_accelerator` resolves it (registered and available, else it raises).
+
+    Example::
+
+        with use_accelerator("cpu") as acc:
+            assert accelhal.get_accelerator() is acc
+    """
+    from accelhal import selection
+
+    with selection._lock:
+        previous = (selection._active, selection._decision)
+        active = selection.set_accelerator(accelerator)
+    try:
+        yield active
+    finally:
+        with selection._lock:
+            selection._active, selection._decision = previous

@@ -1,0 +1,30 @@
+"""accelhal's built-in op builders, contributed through the same hook a third-party plugin uses.
+
+Registered by accelhal's own ``pyproject.toml``::
+
+    [project.entry-points.accelhal]
+    builtin_ops = "accelhal_backends.builtin_ops"
+
+Importing this package imports no torch and no compiler. Builders:
+
+- ``FusedAdamWBuilder`` for ``cpu`` (C++, :mod:`.cpu`) and ``cuda`` (a CUDA kernel, :mod:`.cuda`):
+  an in-place AdamW step over flat float32 tensors, the arithmetic of ``torch.optim.AdamW``
+  in one pass. ``module.adamw_step(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
+  weight_decay, step)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from accelhal.hookspecs import hookimpl
+from accelhal.ops.builder import OpBuilder
+
+
+@hookimpl
+def accelhal_register_op_builders(register: Callable[[str, type[OpBuilder]], None]) -> None:
+    """Contribute the built-in op builders of the cpu and cuda backends."""
+    from accelhal_backends.builtin_ops import cpu, cuda
+
+    register("cpu", cpu.FusedAdamWBuilder)
+    register("cuda", cuda.FusedAdamWBuilder)

@@ -1,0 +1,124 @@
+"""The cuda accelerator: ``torch.cuda`` on NVIDIA (CUDA) and AMD (ROCm, reported as HIP) GPUs.
+
+What differs from the shared :class:`~accelhal.device_module.DeviceModuleAccelerator`, and
+the DeepSpeed defects fixed on the way:
+
+* ``available_memory`` is the driver's free figure from ``torch.cuda.mem_get_info`` (shared
+  base): no NVML handle, no parsing of ``CUDA_VISIBLE_DEVICES`` (UUID values work).
+* ``is_fp16_supported``/``is_bf16_supported`` are False without a device (DeepSpeed says True),
+  bf16 never counts emulation, fp16 needs compute capability 7 (6.x with
+  ``DS_ALLOW_DEPRECATED_FP16=1``, as in DeepSpeed).
+* Triton: compute capability >= 8 and ``triton`` importable.
+* NVTX ranges through ``torch.cuda.nvtx``; ``supports_nvtx_domain`` is True only where the
+  ``nvtx`` package (which has domains) is installed.
+* Host registration through ``torch.cuda.cudart().cudaHostRegister``.
+* ROCm: ``vendor_versions()`` and descriptions say HIP, Triton grouped GEMM is not preferred.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from typing import Any
+
+import torch
+
+from accelhal.device_module import DEVICE_CAPABILITIES, GraphDeviceModuleAccelerator
+from accelhal.spec import Capability
+
+
+def _is_hip() -> bool:
+    return torch.version.hip is not None
+
+
+class CudaAccelerator(GraphDeviceModuleAccelerator):
+    """NVIDIA and AMD GPUs through ``torch.cuda``."""
+
+    _name = "cuda"
+    device_type = "cuda"
+    _module_name = "torch.cuda"
+    _install_hint = "install a CUDA or ROCm build of torch"
+    _graph_class = "CUDAGraph"
+    _bf16_excludes_emulation = True
+    _communication_backend_name = "nccl"
+    _visible_devices_envs = ("CUDA_VISIBLE_DEVICES",)
+    _export_envs = ("NCCL",)
+    capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS, Capability.HOST_REGISTRATION, Capability.RANGES}
+
+    supports_nvtx_domain = importlib.util.find_spec("nvtx") is not None
+    """True where the ``nvtx`` package (NVTX domains) is installed; found without importing it."""
+
+    def __init__(self) -> None:
+        """Resolve ``torch.cuda``."""
+        super().__init__()
+        self._nvtx_domains: dict[str, Any] = {}
+
+    def vendor_versions(self) -> dict[str, str]:
+        """``{"hip": ...}`` on ROCm builds, else ``{"cuda": ...}`` (the toolkit torch was built with)."""
+        if _is_hip():
+            return {"hip": str(torch.version.hip)}
+        return {"cuda": str(torch.version.cuda)}
+
+    def device_description(self, device_index: int) -> str:
+        """The GPU's name; ``" (HIP)"`` appended on ROCm builds."""
+        name = super().device_description(device_index)
+        return f"{name} (HIP)" if _is_hip() else name
+
+    # ------------------------------------------------------------------ dtypes
+    def _major(self) -> int:
+        major: int = self._m.get_device_capability()[0]
+        return major
+
+    def is_fp16_supported(self) -> bool:
+        """Compute capability >= 7 (6.x with ``DS_ALLOW_DEPRECATED_FP16=1``); False without a GPU."""
+        if not self.is_available():
+            return False
+        major = self._major()
+        return major >= 7 or (major == 6 and os.environ.get("DS_ALLOW_DEPRECATED_FP16") == "1")
+
+    # ------------------------------------------------------------------ triton
+    def is_triton_supported(self) -> bool:
+        """Compute capability >= 8 and the ``triton`` package installed."""
+        return self.is_available() and self._major() >= 8 and importlib.util.find_spec("triton") is not None
+
+    def prefer_triton_grouped_mm(self) -> bool:
+        """True on sm7x/sm8x with Triton (``torch._grouped_mm`` is fused only from sm90); never on ROCm."""
+        if _is_hip() or not self.is_triton_supported():
+            return False
+        return not hasattr(torch, "_grouped_mm") or self._major() < 9
+
+    # ------------------------------------------------------------------ NVTX
+    def _nvtx_domain(self, domain: str | None) -> Any:
+        if domain is None or not self.supports_nvtx_domain:
+            return None
+        if domain not in self._nvtx_domains:
+            nvtx = importlib.import_module("nvtx")  # the NVIDIA nvtx package, found at class creation
+            self._nvtx_domains[domain] = nvtx.get_domain(domain)
+        return self._nvtx_domains[domain]
+
+    def range_push(self, msg: str, domain: str | None = None, category: str | None = None) -> None:
+        """Open an NVTX range; in ``domain`` when the ``nvtx`` package is installed."""
+        nvtx_domain = self._nvtx_domain(domain)
+        if nvtx_domain is None:
+            self._m.nvtx.range_push(msg)
+        else:
+            nvtx_domain.push_range(message=msg, category=category)
+
+    def range_pop(self, domain: str | None = None) -> None:
+        """Close the innermost NVTX range (of ``domain`` when given and supported)."""
+        nvtx_domain = self._nvtx_domain(domain)
+        if nvtx_domain is None:
+            self._m.nvtx.range_pop()
+        else:
+            nvtx_domain.pop_range()
+
+    # ------------------------------------------------------------------ host registration
+    def register_host_memory(self, address: int, num_bytes: int) -> bool:
+        """Page-lock ``num_bytes`` at ``address`` with ``cudaHostRegister``; raises on a CUDA error."""
+        self._m.check_error(int(self._m.cudart().cudaHostRegister(address, num_bytes, 0)))
+        return True
+
+    def unregister_host_memory(self, address: int) -> None:
+        """Undo :meth:`register_host_memory` (``cudaHostUnregister``)."""
+        self._m.check_error(int(self._m.cudart().cudaHostUnregister(address)))

@@ -1,0 +1,23 @@
+"""The xpu backend: Intel GPUs through stock torch's ``torch.xpu`` (IPEX is not needed)."""
+
+from __future__ import annotations
+
+from accelhal.hookspecs import backends_hook
+from accelhal.probing import device_module_probe
+from accelhal.spec import BackendSpec
+
+SPEC = BackendSpec(
+    name="xpu",
+    device_type="xpu",
+    priority=900,
+    accelerator="accelhal_backends.xpu.accelerator:XpuAccelerator",
+    probe=device_module_probe(
+        "torch", "torch.xpu", hint="install an XPU build of torch and Intel's GPU driver (check with xpu-smi)"
+    ),
+    requires=("torch",),
+    comm_backend="xccl",
+    visible_devices_envs=("ZE_AFFINITY_MASK",),
+    description="Intel GPUs through torch.xpu; XCCL collectives",
+)
+
+accelhal_register_backends = backends_hook(SPEC)

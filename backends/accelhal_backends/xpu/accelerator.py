@@ -1,0 +1,43 @@
+"""The xpu accelerator: Intel GPUs through stock torch's ``torch.xpu``.
+
+Only functions that ``torch.xpu`` really has are called (DeepSpeed's backend called
+``reset_max_memory_allocated``/``reset_max_memory_reserved``, which it lacks: here both
+resets go through ``reset_peak_memory_stats``). ``torch.xpu`` has no ``default_stream``:
+the default stream is the one a thread starts with, so it is read once per device from a
+fresh thread (DeepSpeed returned the caller's *current* stream instead).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from accelhal.device_module import DeviceModuleAccelerator
+
+
+class XpuAccelerator(DeviceModuleAccelerator):
+    """Intel GPUs through ``torch.xpu``."""
+
+    _name = "xpu"
+    device_type = "xpu"
+    _module_name = "torch.xpu"
+    _install_hint = "install an XPU build of torch"
+    _bf16_excludes_emulation = True
+    _communication_backend_name = "xccl"
+    _visible_devices_envs = ("ZE_AFFINITY_MASK",)
+
+    def __init__(self) -> None:
+        """Resolve ``torch.xpu``."""
+        super().__init__()
+        self._default_streams: dict[int, Any] = {}
+
+    def default_stream(self, device_index: int | None = None) -> Any:
+        """The stream a new thread starts with on ``device_index`` (the device's default stream)."""
+        index = self._index(device_index)
+        if index not in self._default_streams:
+            found: list[Any] = []
+            reader = threading.Thread(target=lambda: found.append(self._m.current_stream(index)))
+            reader.start()
+            reader.join()
+            self._default_streams[index] = found[0]
+        return self._default_streams[index]

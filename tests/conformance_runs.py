@@ -1,0 +1,75 @@
+"""Run pytest in a subprocess and read each test's outcome and message from its JUnit XML."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SUITE = REPO / "accelhal" / "testing" / "conformance" / "run_all.py"
+CLEAN = ("ACCELHAL_", "DS_ACCELERATOR", "PYTEST_ADDOPTS", "LOCAL_RANK", "LOCAL_SIZE", "LOCAL_WORLD_SIZE")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One test's result: ``passed``, ``failed``, ``error`` or ``skipped``, and the message."""
+
+    outcome: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Run:
+    """A pytest run: its exit code, output and outcomes keyed by test name (``test_x[param]``)."""
+
+    returncode: int
+    output: str
+    outcomes: dict[str, Outcome]
+
+    def of(self, outcome: str) -> dict[str, str]:
+        """Tests with ``outcome``, and their messages."""
+        return {name: o.message for name, o in self.outcomes.items() if o.outcome == outcome}
+
+
+def _outcome(case: ET.Element) -> Outcome:
+    for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+        found = case.find(tag)
+        if found is not None:
+            return Outcome(outcome, f"{found.get('message', '')}\n{found.text or ''}")
+    return Outcome("passed", "")
+
+
+def run_pytest(
+    tmp: Path, *args: str, pythonpath: tuple[Path, ...] = (), launcher: tuple[str, ...] = ("-m", "pytest"), **env: str
+) -> Run:
+    """Run ``python -m pytest ARGS`` in ``tmp`` (a directory without configuration) and collect outcomes.
+
+    ``launcher`` replaces ``-m pytest`` (e.g. a ``-c`` script calling ``run_suite`` with ``sys.argv[1:]``).
+    """
+    report = tmp / "report.xml"
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN) and k != "PYTHONPATH"}
+    if pythonpath:
+        environ["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
+    environ.update(env)
+    command = [sys.executable, *launcher, "-p", "no:cacheprovider", "-rs", f"--junitxml={report}", *args]
+    done = subprocess.run(command, cwd=tmp, env=environ, capture_output=True, text=True, timeout=600)
+    outcomes: dict[str, Outcome] = {}
+    if report.exists():
+        for case in ET.parse(report).getroot().iter("testcase"):
+            outcomes[case.get("name", "")] = _outcome(case)
+    return Run(done.returncode, done.stdout + done.stderr, outcomes)
+
+
+def install_package(site: Path, package: Path, distribution: str, entry_points: dict[str, str]) -> None:
+    """Lay ``package`` out in ``site`` as pip would, with a dist-info declaring ``accelhal`` entry points."""
+    shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+    dist_info = site / f"{distribution.replace('-', '_')}-1.0.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n")
+    lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
+    (dist_info / "entry_points.txt").write_text(f"[accelhal]\n{lines}")

@@ -1,0 +1,147 @@
+"""Each backend on this machine, against the real torch modules and the real absence of vendor packages.
+
+torch here is a CPU build: ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no
+device, and torch_npu, torch_mlu, torch_sdaa and habana_frameworks are not installed.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import accelhal
+from accelhal.contract import contract_problems
+from accelhal.errors import BackendUnavailableError
+from accelhal.selection import registry
+from accelhal.spec import Status
+from tests.backend_checks import run_checks
+
+EXPECTED = {
+    # name: (priority, comm backend, visible-devices variables)
+    "xpu": (900, "xccl", ("ZE_AFFINITY_MASK",)),
+    "npu": (800, "hccl", ("ASCEND_RT_VISIBLE_DEVICES",)),
+    "sdaa": (700, "tccl", ("SDAA_VISIBLE_DEVICES",)),
+    "mps": (600, "gloo", ()),
+    "hpu": (500, "hccl", ("HABANA_VISIBLE_MODULES",)),
+    "mlu": (400, "cncl", ("MLU_VISIBLE_DEVICES",)),
+    "cuda": (300, "nccl", ("CUDA_VISIBLE_DEVICES",)),
+    "cpu": (100, "gloo", ()),
+}
+TORCH_MODULES = ("cuda", "xpu", "mps")
+VENDOR_PACKAGES = {"npu": "torch_npu", "hpu": "habana_frameworks", "mlu": "torch_mlu", "sdaa": "torch_sdaa"}
+
+needs_no_gpu = pytest.mark.skipif(torch.cuda.device_count() > 0, reason="a CUDA device is visible")
+
+
+def test_builtins_are_registered_in_priority_order() -> None:
+    reg = registry()
+    assert reg.names() == list(EXPECTED)
+    for name, (priority, comm, visible) in EXPECTED.items():
+        spec = reg.backends[name].spec
+        assert (spec.priority, spec.comm_backend, spec.visible_devices_envs) == (priority, comm, visible)
+        assert reg.backends[name].plugin.builtin
+        assert contract_problems(spec.load_class()) == []
+
+
+@needs_no_gpu
+def test_detection_says_no_device_for_torch_modules_and_not_installed_for_vendors() -> None:
+    report = accelhal.detect()
+    assert (report.chosen, report.rule) == ("cpu", "fallback")
+    for name in TORCH_MODULES:
+        candidate = report.candidate(name)
+        assert candidate is not None and candidate.status is Status.NO_DEVICE, candidate
+        assert candidate.reason == f"torch loads but torch.{name}.device_count() is 0"
+        assert candidate.hint
+    for name, package in VENDOR_PACKAGES.items():
+        candidate = report.candidate(name)
+        assert candidate is not None and candidate.status is Status.NOT_INSTALLED
+        assert package in candidate.reason
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("name", [*TORCH_MODULES, *VENDOR_PACKAGES])
+def test_forcing_a_backend_without_its_device_is_an_error_with_the_reason(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ACCELHAL_ACCELERATOR", name)
+    with pytest.raises(BackendUnavailableError) as err:
+        accelhal.get_accelerator()
+    assert err.value.name == name
+    assert ("device_count() is 0" in err.value.reason) or ("not installed" in err.value.reason)
+
+
+@needs_no_gpu
+@pytest.mark.parametrize("name", TORCH_MODULES)
+def test_accelerator_without_a_device_answers_honestly(name: str) -> None:
+    acc = registry().backends[name].spec.load_class()()
+    assert acc.is_available() is False
+    assert acc.device_count() == 0
+    assert acc.is_fp16_supported() is False  # DeepSpeed's cuda said True here
+    assert acc.is_bf16_supported() is False
+    assert acc.supported_dtypes() == [torch.float32]
+    assert acc.device(1) == torch.device(name, 1)
+    assert acc.device_name() == name and acc.device_name(2) == f"{name}:2"
+    assert acc.communication_backend_name() == EXPECTED[name][1]
+    assert tuple(acc.visible_devices_envs()) == EXPECTED[name][2]
+    assert acc.on_accelerator(torch.ones(1)) is False
+
+
+@needs_no_gpu
+def test_mps_is_honest_about_what_it_lacks() -> None:
+    from accelhal_backends.mps.accelerator import MpsAccelerator
+
+    acc = MpsAccelerator()
+    assert acc.Stream is None and acc.current_stream() is None and acc.default_stream() is None
+    assert acc.create_graph() is None and acc.is_fp64_supported() is False
+    assert acc.current_device() == 0 and acc.current_device_name() == "mps:0"
+    with pytest.raises(ValueError, match="one device"):
+        acc.set_device(1)
+    ran: list[int] = []
+    assert acc.lazy_call(lambda: ran.append(1)) is None and ran == [1]  # DeepSpeed dropped the callback
+    assert acc.is_pinned(acc.pin_memory(torch.ones(2))) is False
+
+
+@pytest.mark.parametrize("name", list(VENDOR_PACKAGES))
+def test_vendor_accelerator_without_its_package_raises_a_clear_error(name: str) -> None:
+    cls = registry().backends[name].spec.load_class()
+    with pytest.raises(BackendUnavailableError, match=VENDOR_PACKAGES[name]) as err:
+        cls()
+    assert err.value.hint
+
+
+DETECTION_KEEPS_CUDA_UNINITIALISED = """
+import torch, accelhal
+accelhal.detect()
+print(torch.cuda.is_initialized())
+"""
+
+
+def test_detection_creates_no_cuda_context() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", DETECTION_KEEPS_CUDA_UNINITIALISED], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
+def test_cpu_passes_the_behavioural_checks() -> None:
+    acc = accelhal.set_accelerator("cpu")
+    results = run_checks(acc)
+    assert {name: outcome for name, outcome in results.items() if outcome != "ok"} == {}
+
+
+BACKEND_PACKAGES_ARE_TORCH_FREE = """
+import importlib, json, sys
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps"):
+    importlib.import_module(f"accelhal_backends.{name}")
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
+"""
+
+
+def test_backend_registrations_import_no_torch() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", BACKEND_PACKAGES_ARE_TORCH_FREE], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,133 @@
+"""read_launch_env: each launcher's variables, and each bad set-up's message (environment dicts)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from accelhal.distributed.launch_env import LAUNCHERS, read_launch_env
+from accelhal.errors import ConfigurationError, DistributedSetupError
+
+TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS, ids=lambda launcher: launcher.source)
+def test_each_launcher_is_read_from_its_own_variables(launcher) -> None:
+    env = {
+        launcher.rank[0]: "5",
+        launcher.world_size[0]: "8",
+        launcher.local_rank[0]: "1",
+        launcher.local_world_size[0]: "4",
+        "MASTER_ADDR": " node0 ",
+        "MASTER_PORT": "29511",
+    }
+    launch = read_launch_env(env)
+    assert (launch.source, launch.rank, launch.world_size, launch.local_rank, launch.local_world_size) == (
+        launcher.source,
+        5,
+        8,
+        1,
+        4,
+    )
+    assert (launch.master_addr, launch.master_port) == ("node0", 29511)
+    assert launch.variable("rank") == launcher.rank[0]
+    assert launch.variable("local_rank") == launcher.local_rank[0]
+    assert launch.launched
+
+
+def test_no_launcher_is_a_single_process() -> None:
+    launch = read_launch_env({"PATH": "/bin"})
+    assert (launch.source, launch.rank, launch.world_size, launch.local_rank) == ("none", 0, 1, 0)
+    assert not launch.launched
+    assert launch.variable("rank") == "RANK"
+
+
+def test_torchrun_wins_over_slurm_outside_it() -> None:
+    env = {
+        **TORCHRUN,
+        "SLURM_PROCID": "0",
+        "SLURM_NTASKS": "1",
+        "OMPI_COMM_WORLD_RANK": "0",
+        "OMPI_COMM_WORLD_SIZE": "1",
+    }
+    assert read_launch_env(env).source == "torchrun"
+
+
+def test_slurm_heterogeneous_tasks_per_node_is_read_for_this_node() -> None:
+    env = {
+        "SLURM_PROCID": "4",
+        "SLURM_NTASKS": "5",
+        "SLURM_LOCALID": "0",
+        "SLURM_NTASKS_PER_NODE": "2(x2),1",
+        "SLURM_NODEID": "2",
+    }
+    assert read_launch_env(env).local_world_size == 1
+    env["SLURM_NODEID"] = "0"
+    assert read_launch_env(env).local_world_size == 2
+
+
+def test_pmi_under_srun_takes_slurms_local_id() -> None:
+    env = {"PMI_RANK": "3", "PMI_SIZE": "4", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1"}
+    launch = read_launch_env(env)
+    assert (launch.source, launch.local_rank, launch.variable("local_rank")) == ("pmi", 1, "SLURM_LOCALID")
+
+
+def test_frozen() -> None:
+    launch = read_launch_env(TORCHRUN)
+    with pytest.raises(AttributeError):
+        launch.rank = 0  # type: ignore[misc]
+
+
+def test_parser_does_not_import_torch() -> None:
+    import subprocess
+
+    code = "import sys, accelhal.distributed as d; d.read_launch_env({}); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def _error(env: dict[str, str]) -> DistributedSetupError:
+    with pytest.raises(DistributedSetupError) as info:
+        read_launch_env(env)
+    assert isinstance(info.value, ConfigurationError)
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("env", "variable", "words"),
+    [
+        ({"RANK": "0"}, "WORLD_SIZE", ["RANK is set but WORLD_SIZE is not", "set WORLD_SIZE"]),
+        ({"WORLD_SIZE": "2"}, "RANK", ["WORLD_SIZE is set but RANK is not"]),
+        ({"OMPI_COMM_WORLD_RANK": "1"}, "OMPI_COMM_WORLD_SIZE", ["openmpi launch sets both"]),
+        ({"LOCAL_RANK": "0"}, "LOCAL_RANK", ["RANK and WORLD_SIZE are not", "torchrun"]),
+        ({"RANK": "1", "WORLD_SIZE": "2"}, "LOCAL_RANK", ["LOCAL_RANK is not", "index on its node"]),
+        ({"PMI_RANK": "1", "PMI_SIZE": "2"}, "MPI_LOCALRANKID", ["MPI_LOCALRANKID or PMI_LOCAL_RANK or SLURM_LOCALID"]),
+        ({**TORCHRUN, "RANK": "4"}, "RANK", ["RANK=4 is not below WORLD_SIZE=4", "0 to 3"]),
+        ({**TORCHRUN, "LOCAL_RANK": "2"}, "LOCAL_RANK", ["LOCAL_RANK=2 is not below LOCAL_WORLD_SIZE=2"]),
+        ({**TORCHRUN, "LOCAL_WORLD_SIZE": "8"}, "LOCAL_WORLD_SIZE", ["LOCAL_WORLD_SIZE=8 is larger than WORLD_SIZE=4"]),
+        (
+            {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "4"},
+            "SLURM_NTASKS_PER_NODE",
+            ["SLURM_NTASKS_PER_NODE=4 is larger than SLURM_NTASKS=2"],
+        ),
+        ({**TORCHRUN, "WORLD_SIZE": "0"}, "WORLD_SIZE", ["WORLD_SIZE must be an integer >= 1", "'0'"]),
+        ({**TORCHRUN, "RANK": "-1"}, "RANK", ["RANK must be a non-negative integer", "'-1'"]),
+        ({**TORCHRUN, "MASTER_PORT": "70000"}, "MASTER_PORT", ["between 1 and 65535", "'70000'"]),
+        (
+            {"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "2,x"},
+            "SLURM_NTASKS_PER_NODE",
+            ["such as '4' or '4(x2),2'"],
+        ),
+        (
+            {"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "2,1"},
+            "SLURM_NODEID",
+            ["differs between nodes", "srun"],
+        ),
+    ],
+)
+def test_bad_launch_environment_names_the_variable(env: dict[str, str], variable: str, words: list[str]) -> None:
+    err = _error(env)
+    assert err.variable == variable
+    for word in words:
+        assert word in str(err)

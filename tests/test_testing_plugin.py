@@ -1,0 +1,106 @@
+"""The accelhal pytest plugin: entry point, option, fixture, markers, use_accelerator, and its import cost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import accelhal
+from accelhal import selection
+from accelhal.testing import use_accelerator
+from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests.conformance_runs import run_pytest
+
+MARKED = """
+import pytest
+import accelhal
+
+@pytest.mark.accelerator("cuda")
+def test_needs_cuda():
+    pass
+
+@pytest.mark.capability("graphs")
+def test_needs_graphs(accelerator):
+    pass
+
+@pytest.mark.accelerator("cpu", "cuda")
+@pytest.mark.capability()
+def test_on_cpu(accelerator):
+    assert accelerator.name == "cpu"
+    assert accelhal.get_accelerator() is accelerator
+
+def test_fixture_restores_nothing_selected():
+    from accelhal import selection
+    assert selection._active is None
+
+class TestPinned:
+    backend = "cpu"
+
+    def test_class_backend(self, accelerator):
+        assert accelerator.name == "cpu"
+"""
+
+
+def test_registered_as_a_pytest_plugin() -> None:
+    (entry,) = [ep for ep in metadata.entry_points(group="pytest11") if ep.name == "accelhal"]
+    assert entry.value == "accelhal.testing.plugin"
+
+
+def test_markers_skip_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "test_marked.py").write_text(MARKED)
+    run = run_pytest(tmp_path, "--strict-markers", "--accelhal-backend=cpu")
+    assert run.returncode == 0, run.output
+    skipped, passed = run.of("skipped"), run.of("passed")
+    assert "needs backend cuda; this run uses 'cpu'" in skipped["test_needs_cuda"]
+    assert "does not declare capability 'graphs'" in skipped["test_needs_graphs"]
+    assert set(passed) == {"test_on_cpu", "test_fixture_restores_nothing_selected", "test_class_backend"}
+
+
+def test_unknown_capability_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "test_typo.py").write_text("import pytest\n@pytest.mark.capability('grpahs')\ndef test_x(): pass\n")
+    run = run_pytest(tmp_path)
+    assert run.returncode != 0
+    assert "unknown capability" in run.output and "'graphs'" in run.output
+
+
+def test_unknown_backend_option_names_the_backend(tmp_path: Path) -> None:
+    (tmp_path / "test_fixture.py").write_text("def test_x(accelerator): pass\n")
+    run = run_pytest(tmp_path, "--accelhal-backend=nosuchdev")
+    assert run.of("error"), run.output
+    assert "nosuchdev" in run.of("error")["test_x"]
+
+
+def test_use_accelerator_restores_nothing_selected() -> None:
+    assert selection._active is None and selection._decision is None
+    with use_accelerator("cpu") as acc:
+        assert accelhal.get_accelerator() is acc
+        assert accelhal.detect().rule == "set_accelerator"
+    assert selection._active is None and selection._decision is None
+
+
+def test_use_accelerator_restores_the_previous_accelerator_and_decision() -> None:
+    previous = accelhal.get_accelerator()
+    decision = selection._decision
+    other = CpuAccelerator()
+    with pytest.raises(RuntimeError), use_accelerator(other) as acc:
+        assert acc is other and accelhal.get_accelerator() is other
+        raise RuntimeError("the block failed")
+    assert selection._active is previous and selection._decision is decision
+
+
+def test_importing_the_plugin_is_cheap() -> None:
+    code = textwrap.dedent(
+        """
+        import json, sys
+        import accelhal.testing.plugin
+        print(json.dumps(sorted(m for m in ("torch", "accelhal.selection", "pydantic") if m in sys.modules)))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
