@@ -12,8 +12,9 @@ distribution directories carry the group, in a small JSON file keyed by the
 distribution changes its directory's modification time, so the next process scans
 again. On a hit only those few directories' ``entry_points.txt`` are read (so edits to
 a plugin's entry points are always seen). The cache is skipped, and every process
-scans, whenever it cannot be trusted: a ``sys.path`` entry modified in the last two
-seconds (a change within the same clock tick could go unnoticed), a distribution not
+scans, whenever it cannot be trusted: a ``sys.path`` entry with a whole-second
+modification time (a coarse file system) modified in the last two seconds (a change
+within the same tick could go unnoticed), a distribution not
 in a plain directory, a ``sys.meta_path`` finder other than the standard one that can
 list distributions, or an unwritable cache directory (``$XDG_CACHE_HOME/accelhal``,
 default ``~/.cache/accelhal``; files not owned by the current user are ignored).
@@ -75,8 +76,8 @@ def _signature() -> list[list[Any]] | None:
             mtime = os.stat(entry or ".").st_mtime_ns
         except (OSError, ValueError):
             mtime = None
-        if mtime is not None and now - mtime < _RACY_SECONDS * 1e9:
-            return None
+        if mtime is not None and mtime % 1_000_000_000 == 0 and now - mtime < _RACY_SECONDS * 1e9:
+            return None  # whole-second times: a change within the same tick could go unnoticed
         signature.append([entry, mtime])
     return signature
 

@@ -94,11 +94,24 @@ def test_an_edit_to_a_cached_plugins_entry_points_is_seen(cache_home: Path, site
     assert [ep.name for ep in find("accelhal") if ep.value == "acme_one"] == ["renamed"]
 
 
-def test_a_freshly_modified_path_entry_is_never_cached(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")  # site modified just now
+def test_a_fresh_whole_second_modification_time_is_never_cached(cache_home: Path, site: Path) -> None:
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    whole_second = time.time_ns() // 1_000_000_000 * 1_000_000_000  # as a coarse file system records it
+    os.utime(site, ns=(whole_second, whole_second))
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
     assert cache_files(cache_home) == []
+
+
+def test_a_busy_directory_with_fine_modification_times_still_caches(cache_home: Path, site: Path) -> None:
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")  # modified just now, to the nanosecond
+    importlib.invalidate_caches()
+    assert as_tuples(find("accelhal")) == reference("accelhal")
+    assert len(cache_files(cache_home)) == 1
+    make_dist(site, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
+    importlib.invalidate_caches()
+    assert as_tuples(find("accelhal")) == reference("accelhal")
+    assert ("two", "acme_two", "accelhal") in as_tuples(find("accelhal"))
 
 
 def test_the_first_distribution_of_a_name_wins_as_in_importlib_metadata(
