@@ -58,3 +58,14 @@ def docs(session: nox.Session) -> None:
     if session.venv_backend != "none":
         install_project(session, "docs")
     session.run("python", "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html", "docs", "docs/_build/html")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark suite: ``python -m benchmarks`` (rewrites benchmarks/RESULTS.md); ``-- --quick`` for a smoke run.
+
+    DeepSpeed 0.19.8 is installed beside torch so that its figures are measured side by side.
+    """
+    install_project(session, "bench")
+    session.install("deepspeed==0.19.8")
+    session.run("python", "-m", "benchmarks", *session.posargs)

@@ -54,6 +54,8 @@ _T = TypeVar("_T")
 TensorFactory = Callable[..., torch.Tensor]
 """What the ``*Tensor`` properties return: ``factory(data) -> tensor`` on the accelerator."""
 
+_TENSOR_FACTORIES: dict[tuple[str, torch.dtype], TensorFactory] = {}
+
 
 def _check_index(device_index: object) -> int:
     """Return ``device_index`` as an int, or raise naming what was wrong."""
@@ -102,6 +104,21 @@ class Accelerator(abc.ABC):
 
     _torch_pins_host_memory: ClassVar[bool] = True
     """Whether ``_torch_pin_memory`` really page-locks (False on cpu, where it is a no-op)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Turn each flag member a subclass does not override into a method returning its constant.
+
+        ``acc.is_synchronized_device()`` then costs one call and no attribute lookup, as
+        cheap as any function can be (see ``benchmarks/members.py``). A subclass that
+        defines the method itself keeps it.
+        """
+        super().__init_subclass__(**kwargs)
+        for member, attribute in _CONSTANT_MEMBERS.items():
+            current = getattr(cls, member)
+            if current is getattr(Accelerator, member) or getattr(current, "_accelhal_constant", False):
+                constant = _constant_member(getattr(Accelerator, member), getattr(cls, attribute))
+                constant.__qualname__ = f"{cls.__qualname__}.{member}"
+                setattr(cls, member, constant)
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
@@ -377,7 +394,11 @@ class Accelerator(abc.ABC):
 
     # ------------------------------------------------------------------ tensor factories
     def _tensor_factory(self, dtype: torch.dtype) -> TensorFactory:
-        return functools.partial(torch.tensor, dtype=dtype, device=self.device_type)
+        key = (self.device_type, dtype)
+        factory = _TENSOR_FACTORIES.get(key)
+        if factory is None:  # built once per device type and dtype: the properties sit on hot paths
+            factory = _TENSOR_FACTORIES[key] = functools.partial(torch.tensor, dtype=dtype, device=self.device_type)
+        return factory
 
     @property
     def BFloat16Tensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
@@ -507,7 +528,7 @@ class Accelerator(abc.ABC):
 
     def on_accelerator(self, tensor: torch.Tensor) -> bool:
         """True when ``tensor`` lives on this backend's device type."""
-        return bool(tensor.device.type == self.device_type)
+        return tensor.device.type == self.device_type
 
     # ------------------------------------------------------------------ op builders
     def op_builder_dir(self) -> str:
@@ -580,6 +601,37 @@ class Accelerator(abc.ABC):
                 f"(on {self.device_name()}); supported backends are {supported}"
             )
         self._compile_backend = backend
+
+
+_CONSTANT_MEMBERS: dict[str, str] = {
+    "is_synchronized_device": "_is_synchronized_device",
+    "use_host_timers": "_uses_host_timers",
+    "resolves_data_dependency": "_resolves_data_dependency",
+    "handles_memory_backpressure": "_handles_memory_backpressure",
+    "communication_backend_name": "_communication_backend_name",
+}
+"""Members whose answer is a class attribute of the backend, and that attribute."""
+
+
+_PLACEHOLDER = "accelhal: constant placeholder"
+
+
+def _constant_template(self: Accelerator) -> Any:
+    return "accelhal: constant placeholder"
+
+
+def _constant_member(base: Callable[..., Any], value: object) -> Callable[[Accelerator], Any]:
+    """A method with ``base``'s name, signature and docstring that returns ``value`` as a literal.
+
+    The value is placed in the code object's constants, so the method is exactly as cheap
+    as ``def member(self): return True`` written out (a closure would cost a cell read).
+    """
+    template = _constant_template.__code__
+    code = template.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in template.co_consts))
+    member = types.FunctionType(code, _constant_template.__globals__, base.__name__)
+    functools.update_wrapper(member, base)
+    member._accelhal_constant = True  # type: ignore[attr-defined]
+    return member
 
 
 def local_rank_from_env(environ: MutableMapping[str, str] | None = None) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 import pluggy
 
 from accelhal import hookspecs
+from accelhal.entry_points import find as find_entry_points
 from accelhal.errors import ConfigurationError, PluginError
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
@@ -68,7 +69,7 @@ class Registry:
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
-    points = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+    points = find_entry_points(ENTRY_POINT_GROUP)  # importlib.metadata's answer, cached across processes
     seen: set[tuple[str, str]] = set()
     unique = []
     for ep in points:  # the same distribution can sit twice on sys.path

@@ -19,13 +19,15 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import psutil
 import torch
 
 from accelhal.contract import Accelerator, _check_index, local_rank_from_env
 from accelhal.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import psutil
 
 _NODE_DIR = Path("/sys/devices/system/node")
 
@@ -66,11 +68,16 @@ class CpuAccelerator(Accelerator):
     _handles_memory_backpressure = True
     _torch_pins_host_memory = False
 
+    Stream = None
+    """No user streams: CPU work is synchronous (a plain attribute, as cheap to read as ``torch.cpu.Stream``)."""
+    Event = None
+    """No device events: time with host clocks (``use_host_timers()`` is True)."""
+
     def __init__(self) -> None:
         super().__init__()
-        self._process = psutil.Process()
+        self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
         self._device_index: int | None = None
-        self._peak_rss = self._rss()
+        self._peak_rss = 0
 
     # -------------------------------------------------------------- devices
     def device_name(self, device_index: int | None = None) -> str:
@@ -152,7 +159,12 @@ class CpuAccelerator(Accelerator):
 
     # -------------------------------------------------------------- memory (the process's resident set)
     def _rss(self) -> int:
-        return int(self._process.memory_info().rss)
+        process = self._process
+        if process is None or process.pid != os.getpid():  # first use, or a forked child
+            import psutil
+
+            process = self._process = psutil.Process()
+        return int(process.memory_info().rss)
 
     def _peak(self) -> int:
         current = self._rss()
@@ -194,10 +206,14 @@ class CpuAccelerator(Accelerator):
 
     def total_memory(self, device_index: int | None = None) -> int:
         """Physical memory of the host in bytes."""
+        import psutil
+
         return int(psutil.virtual_memory().total)
 
     def available_memory(self, device_index: int | None = None) -> int:
         """Memory available to new allocations on the host, in bytes."""
+        import psutil
+
         return int(psutil.virtual_memory().available)
 
     # -------------------------------------------------------------- dtypes
@@ -213,6 +229,12 @@ class CpuAccelerator(Accelerator):
             return False
 
     # -------------------------------------------------------------- pinning: nothing to page-lock for
+    def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
+        """``tensor`` itself with ``make_copy=True`` (nothing to page-lock for); else a fresh host buffer."""
+        if make_copy:
+            return tensor
+        return super().pin_memory(tensor, make_copy, match_shape)
+
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """The tensor itself: there is no device to page-lock host memory for."""
         return tensor

@@ -1,0 +1,151 @@
+"""The entry points of one group, found without re-reading every installed distribution.
+
+``importlib.metadata.entry_points(group=...)`` opens and parses the
+``entry_points.txt`` of *every* installed distribution, on every process start. With
+1,000 distributions that is tens of milliseconds and enough allocations to set off
+CPython's full garbage collection, which after ``import torch`` alone costs ~0.1 s.
+
+:func:`find` returns the same entry points, in the same order, with the same
+"first distribution of a name on ``sys.path`` wins" rule. It remembers *which*
+distribution directories carry the group, in a small JSON file keyed by the
+``sys.path`` entries and their modification times; installing or removing any
+distribution changes its directory's modification time, so the next process scans
+again. On a hit only those few directories' ``entry_points.txt`` are read (so edits to
+a plugin's entry points are always seen). The cache is skipped, and every process
+scans, whenever it cannot be trusted: a ``sys.path`` entry with a whole-second
+modification time (a coarse file system) modified in the last two seconds (a change
+within the same tick could go unnoticed), a distribution not
+in a plain directory, a ``sys.meta_path`` finder other than the standard one that can
+list distributions, or an unwritable cache directory (``$XDG_CACHE_HOME/accelhal``,
+default ``~/.cache/accelhal``; files not owned by the current user are ignored).
+
+Example::
+
+    >>> [ep.value for ep in find("accelhal") if ep.name == "cpu"]
+    ['accelhal_backends.cpu']
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.metadata as metadata
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_FORMAT = 1
+_RACY_SECONDS = 2.0
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def find(group: str) -> list[metadata.EntryPoint]:
+    """Every entry point of ``group``, as ``importlib.metadata.entry_points(group=group)`` lists them."""
+    signature = _signature()
+    cache = _cache_file(group, signature) if signature is not None else None
+    if cache is not None and signature is not None:
+        directories = _read_cache(cache, signature)
+        if directories is not None:
+            dists: list[metadata.Distribution] = [metadata.PathDistribution(Path(d)) for d in directories]
+            return _select(dists, group)
+    dists, cacheable = _scan(group)
+    if cache is not None and signature is not None and cacheable and _signature() == signature:
+        _write_cache(cache, signature, [str(getattr(d, "_path", "")) for d in dists])
+    return _select(dists, group)
+
+
+def _select(dists: list[metadata.Distribution], group: str) -> list[metadata.EntryPoint]:
+    return [ep for dist in dists for ep in dist.entry_points.select(group=group)]
+
+
+def _signature() -> list[list[Any]] | None:
+    """``[[entry, mtime_ns], ...]`` for ``sys.path``, or None when the cache must not be used."""
+    if any(
+        hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
+        for finder in sys.meta_path
+    ):
+        return None
+    now = time.time_ns()
+    signature: list[list[Any]] = []
+    for entry in sys.path:
+        try:
+            mtime = os.stat(entry or ".").st_mtime_ns
+        except (OSError, ValueError):
+            mtime = None
+        if mtime is not None and mtime % 1_000_000_000 == 0 and now - mtime < _RACY_SECONDS * 1e9:
+            return None  # whole-second times: a change within the same tick could go unnoticed
+        signature.append([entry, mtime])
+    return signature
+
+
+def _cache_file(group: str, signature: list[list[Any]]) -> Path | None:
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(root):
+        return None
+    key = hashlib.sha256(json.dumps([_FORMAT, group, [e for e, _ in signature]]).encode()).hexdigest()[:24]
+    return Path(root, "accelhal", f"entry-points-{key}.json")
+
+
+def _read_cache(path: Path, signature: list[list[Any]]) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if hasattr(os, "getuid") and os.fstat(handle.fileno()).st_uid != os.getuid():
+                return None
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("signature") != signature:
+        return None
+    directories = data.get("directories")
+    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
+        return None
+    return directories
+
+
+def _write_cache(path: Path, signature: list[list[Any]], directories: list[str]) -> None:
+    """Best effort: an unwritable cache only means the next process scans again."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"signature": signature, "directories": directories}), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        return
+
+
+def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
+    """The distributions that carry ``group``, in ``sys.path`` order, first of each name only.
+
+    Returns ``(distributions, cacheable)``; ``cacheable`` is False when a distribution
+    does not live in a plain directory (then nothing may be cached).
+    """
+    header = re.compile(rf"^\s*\[\s*{re.escape(group)}\s*\]", re.MULTILINE)
+    seen: set[str] = set()
+    found: list[metadata.Distribution] = []
+    cacheable = True
+    for dist in metadata.distributions():
+        path = getattr(dist, "_path", None)
+        if not isinstance(path, Path):
+            path = None
+            cacheable = False
+        name = _normalised_name(dist, path)
+        if name in seen:
+            continue
+        seen.add(name)
+        text = dist.read_text("entry_points.txt")
+        if text and header.search(text):
+            found.append(dist)
+    return found, cacheable
+
+
+def _normalised_name(dist: metadata.Distribution, path: Path | None) -> str:
+    """The project name as ``importlib.metadata`` compares it (from the directory name when it can)."""
+    if path is not None:
+        stem, ext = os.path.splitext(path.name)
+        if ext in (".dist-info", ".egg-info"):
+            return _NAME_SEPARATORS.sub("_", stem.partition("-")[0]).lower()
+    return _NAME_SEPARATORS.sub("_", dist.metadata["Name"] or "").lower()

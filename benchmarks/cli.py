@@ -1,0 +1,85 @@
+"""The command line of the suite.
+
+::
+
+    python -m benchmarks                      # every CPU suite; rewrites benchmarks/RESULTS.md
+    python -m benchmarks --suite members      # one suite (repeatable)
+    python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
+    python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, training loop, graphs
+
+JSON goes to ``--out`` (default ``benchmarks/results/``, git-ignored). A full CPU run
+regenerates ``benchmarks/RESULTS.md`` and ``benchmarks/member-ratios.png``; a ``--gpu``
+run writes ``RESULTS-gpu.md`` and ``member-ratios-gpu.png`` into ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.method import Method
+from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
+
+HERE = Path(__file__).resolve().parent
+CPU_SUITES = ("members", "hot_path", "discovery", "startup")
+"""In this order: the in-process suites first, then those that spawn processes.
+
+``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
+``members``, which must not see DeepSpeed's side effects.
+"""
+GPU_SUITES = ("gpu", "hot_path")
+
+
+def _suite(name: str) -> Callable[[Method], SuiteResult]:
+    module = importlib.import_module(f"benchmarks.{name}")
+    runner: Callable[[Method], SuiteResult] = module.run
+    return runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen suites, print their tables, write JSON (and the results page)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--suite", action="append", choices=sorted({*CPU_SUITES, *GPU_SUITES}), help="run only this suite"
+    )
+    parser.add_argument("--gpu", action="store_true", help="the GPU part (needs a CUDA device)")
+    parser.add_argument("--quick", action="store_true", help="fewer repeats; does not rewrite RESULTS.md")
+    parser.add_argument("--out", type=Path, default=HERE / "results", help="where the JSON files go")
+    args = parser.parse_args(argv)
+
+    method = Method.quick() if args.quick else Method()
+    names = args.suite or list(GPU_SUITES if args.gpu else CPU_SUITES)
+    env = environment()
+    print("environment: " + "; ".join(f"{k} {v}" for k, v in env.items()))
+    results = []
+    for name in names:
+        started = time.perf_counter()
+        result = _suite(name)(method)
+        result.raw["suite_seconds"] = time.perf_counter() - started
+        print_suite(result)
+        results.append(result)
+
+    from benchmarks.results import write_json
+
+    written = write_json(results, env, method.as_dict(), args.out)
+    print(f"\nJSON: {', '.join(str(p) for p in written)}")
+    targets = [t for r in results for t in r.targets]
+    print("\n== Targets")
+    print(text_table(*target_table(targets)))
+    page_dir = args.out if args.gpu else HERE
+    if not args.quick and (args.gpu or args.suite is None):
+        suffix = "-gpu" if args.gpu else ""
+        picture = chart(results, page_dir / f"member-ratios{suffix}.png", f"per-member ratio, {env['machine']}")
+        command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
+        page = results_markdown(results, env, method.as_dict(), picture.name if picture else None, command)
+        (page_dir / f"RESULTS{suffix}.md").write_text(page)
+        print(f"wrote {page_dir / f'RESULTS{suffix}.md'}" + (f" and {picture}" if picture else ""))
+    return 0 if all(t.passed for t in targets) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Plugin discovery as the environment grows: selection after ``import torch`` with 1,000 extra distributions.
+
+The extra distributions are real ``*.dist-info`` directories (``METADATA``, and for a
+third of them an ``entry_points.txt`` with other groups: console scripts, pytest
+plugins) in a temporary directory put on ``sys.path`` ahead of site-packages, as
+``PYTHONPATH`` would. The last row gives every process an empty entry-point cache
+(:mod:`accelhal.entry_points`): the first process after an installation. Each figure
+is measured inside a fresh process: the milliseconds of CPU time (wall time beside it)
+from after ``import torch`` to the return of the first ``get_accelerator()``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from benchmarks.method import Method, compare_processes, python
+from benchmarks.results import SuiteResult, Target, clock_rows, fmt
+
+EXTRA_DISTRIBUTIONS = 1000
+
+CHILD = """
+import os, sys, time
+{prelude}
+import torch
+started, started_cpu = time.perf_counter(), time.process_time()
+import accelhal
+accelhal.get_accelerator()
+print((time.process_time() - started_cpu) * 1e3, (time.perf_counter() - started) * 1e3)
+"""
+
+
+def make_distributions(site: Path, count: int = EXTRA_DISTRIBUTIONS) -> Path:
+    """Lay out ``count`` installed-looking distributions under ``site``."""
+    site.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        name = f"bench-dist-{i:04d}"
+        info = site / f"bench_dist_{i:04d}-1.{i % 7}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.{i % 7}\nSummary: filler\n")
+        (info / "RECORD").write_text("")
+        if i % 3 == 0:
+            (info / "entry_points.txt").write_text(
+                f"[console_scripts]\nbench-{i} = bench_dist_{i:04d}.cli:main\n\n"
+                f"[pytest11]\nbench_{i} = bench_dist_{i:04d}.plugin\n"
+            )
+    return site
+
+
+def run(method: Method) -> SuiteResult:
+    """Selection after ``import torch``: plain environment, +1,000 distributions, and with an override."""
+    with tempfile.TemporaryDirectory(prefix="accelhal-bench-") as tmp:
+        site = make_distributions(Path(tmp) / "site-packages")
+        grown = f"sys.path.insert(1, {str(site)!r})"
+        forced = grown + "\nos.environ['ACCELHAL_ACCELERATOR'] = 'cpu'"
+        cold = grown + "\nimport tempfile\nos.environ['XDG_CACHE_HOME'] = tempfile.mkdtemp()"
+        commands = {
+            "installed environment": python(CHILD.format(prelude="")),
+            f"+{EXTRA_DISTRIBUTIONS:,} distributions": python(CHILD.format(prelude=grown)),
+            f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu": python(CHILD.format(prelude=forced)),
+            f"+{EXTRA_DISTRIBUTIONS:,} distributions, empty entry-point cache": python(CHILD.format(prelude=cold)),
+        }
+        clocks = compare_processes(commands, method, reported=True)
+    comparison = clocks["cpu"]
+    base = comparison.samples["installed environment"].median
+    rows = clock_rows(clocks, lambda ms: fmt(ms - base, "ms"))
+    grown_sample = comparison.samples[f"+{EXTRA_DISTRIBUTIONS:,} distributions"]
+    forced_sample = comparison.samples[f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu"]
+    return SuiteResult(
+        suite="discovery",
+        title="Plugin discovery: first get_accelerator() after import torch (measured in fresh processes)",
+        headers=["environment", "CPU median", "IQR", "vs installed", "wall median", "IQR"],
+        rows=rows,
+        targets=[
+            Target(
+                f"selection after import torch, +{EXTRA_DISTRIBUTIONS:,} distributions",
+                grown_sample.median,
+                20.0,
+                "ms",
+                grown_sample.iqr,
+            ),
+            Target(
+                f"same, ACCELHAL_ACCELERATOR=cpu, +{EXTRA_DISTRIBUTIONS:,} distributions",
+                forced_sample.median,
+                20.0,
+                "ms",
+                forced_sample.iqr,
+            ),
+        ],
+        raw={clock: {name: s.summary() for name, s in c.samples.items()} for clock, c in clocks.items()},
+    )

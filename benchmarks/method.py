@@ -1,0 +1,201 @@
+"""The pinned measurement method: how every figure of the suite is taken.
+
+In-process figures (nanoseconds per call)
+    Each statement is timed with :class:`timeit.Timer`, its body repeated ``UNROLL``
+    times (one per line) so that the timing loop's own cost is negligible, on the
+    process's CPU clock (time spent waiting for a core on a shared machine is not the
+    statement's cost; the GPU suite uses wall time instead). The loop count is
+    calibrated once per statement (smallest power of ten that lasts
+    ``min_batch_s``), every statement gets one untimed warm-up batch, then
+    ``repeats`` rounds run every compared statement once each, in an order rotated
+    every round (interleaved, so drift of the machine hits all of them alike). A
+    ratio is the median of the per-round ratios (paired, so drift cancels); its
+    spread is their inter-quartile range.
+
+Start-up figures (milliseconds per process)
+    Each command runs in a fresh interpreter (``sys.executable``, with
+    ``PYTHONDONTWRITEBYTECODE`` removed so that byte-code is cached as for any installed
+    package), ``warmup`` times untimed first (file cache, byte-code), then ``repeats``
+    rounds that run every compared command once each, rotated as above. Each run is
+    taken on two clocks: the process's CPU time (user + system, all threads) and its
+    wall time. The targets use CPU time: on an idle machine the two agree for this
+    single-threaded work, and on a shared one (this project's CI and development hosts
+    run several jobs on two cores) wall time mostly measures waiting for a core. Both are
+    in the tables and the JSON. A figure is either the whole process, seen by the parent,
+    or the interval a child measures itself and prints as ``"<cpu ms> <wall ms>"``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+UNROLL = 10
+"""How many times a statement is repeated inside one timing-loop iteration."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """The knobs of the method; ``quick()`` is for smoke runs, not for the published figures."""
+
+    repeats: int = 51
+    warmup: int = 1
+    min_batch_s: float = 0.004
+    process_repeats: int = 15
+    process_warmup: int = 2
+
+    @classmethod
+    def quick(cls) -> Method:
+        return cls(repeats=11, min_batch_s=0.002, process_repeats=5, process_warmup=1)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "unroll": UNROLL}
+
+
+@dataclass
+class Sample:
+    """Repeated measurements of one thing, in ``unit``."""
+
+    values: list[float]
+    unit: str
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def iqr(self) -> float:
+        """Inter-quartile range (0 with fewer than two values)."""
+        if len(self.values) < 2:
+            return 0.0
+        q = statistics.quantiles(self.values, n=4, method="inclusive")
+        return q[2] - q[0]
+
+    @property
+    def mad(self) -> float:
+        """Median absolute deviation from the median."""
+        med = self.median
+        return statistics.median(abs(v - med) for v in self.values)
+
+    def summary(self) -> dict[str, Any]:
+        return {"median": self.median, "iqr": self.iqr, "mad": self.mad, "unit": self.unit, "values": self.values}
+
+
+@dataclass
+class Comparison:
+    """Interleaved samples of several candidates, and paired ratios between them."""
+
+    samples: dict[str, Sample]
+    rounds: list[dict[str, float]] = field(default_factory=list)
+
+    def ratio(self, numerator: str, denominator: str) -> Sample:
+        """Per-round ``numerator / denominator``; its median is the reported ratio."""
+        return Sample([r[numerator] / r[denominator] for r in self.rounds], "x")
+
+
+def _rotated(names: Sequence[str], round_index: int) -> list[str]:
+    k = round_index % len(names)
+    return [*names[k:], *names[:k]]
+
+
+def _calibrate(timer: timeit.Timer, min_batch_s: float) -> int:
+    loops = 1
+    while True:
+        if timer.timeit(loops) >= min_batch_s:
+            return loops
+        loops *= 10
+
+
+def compare_statements(
+    statements: Mapping[str, str],
+    namespace: dict[str, Any],
+    method: Method,
+    setup: str = "pass",
+    clock: Callable[[], float] = time.process_time,
+) -> Comparison:
+    """Time each statement (ns per execution of the statement), interleaved round by round.
+
+    The default clock is the process's CPU time: on a shared machine, time spent waiting
+    for a core is not the statement's cost. Pass ``time.perf_counter`` where the device
+    works asynchronously and wall time is what matters.
+    """
+    timers = {
+        name: timeit.Timer("\n".join([stmt] * UNROLL), setup=setup, timer=clock, globals=namespace)
+        for name, stmt in statements.items()
+    }
+    loops = {name: _calibrate(timer, method.min_batch_s) for name, timer in timers.items()}
+    for _ in range(method.warmup):
+        for name, timer in timers.items():
+            timer.timeit(loops[name])
+    names = list(statements)
+    result = Comparison({name: Sample([], "ns") for name in names})
+    for i in range(method.repeats):
+        row: dict[str, float] = {}
+        for name in _rotated(names, i):
+            row[name] = timers[name].timeit(loops[name]) / loops[name] / UNROLL * 1e9
+            result.samples[name].values.append(row[name])
+        result.rounds.append(row)
+    return result
+
+
+CLOCKS = ("cpu", "wall")
+"""Start-up figures are taken on both clocks; targets use ``cpu`` (see the module docstring)."""
+
+
+def _run_child(argv: Sequence[str], env: Mapping[str, str], reported: bool) -> dict[str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    out = subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, check=False)
+    wall_ms = (time.perf_counter() - started) * 1e3
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    if reported:
+        cpu, wall = (float(v) for v in out.stdout.strip().splitlines()[-1].split())
+        return {"cpu": cpu, "wall": wall}
+    cpu_ms = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
+    return {"cpu": cpu_ms, "wall": wall_ms}
+
+
+def compare_processes(
+    commands: Mapping[str, Sequence[str]],
+    method: Method,
+    env: Mapping[str, str] | None = None,
+    reported: bool = False,
+) -> dict[str, Comparison]:
+    """Run each command in fresh processes, interleaved; figures in ms, per clock of :data:`CLOCKS`.
+
+    With ``reported=True`` the figures are the two floats the child prints on its last
+    line (``"<cpu ms> <wall ms>"``, measured by itself); otherwise the process's CPU time
+    (user + system, from the parent's ``getrusage``) and its wall time seen by the parent.
+    """
+    environment = dict(os.environ if env is None else env)
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)  # measure as installed code runs: byte-code cached
+    names = list(commands)
+    for _ in range(method.process_warmup):
+        for name in names:
+            _run_child(commands[name], environment, reported)
+    results = {clock: Comparison({name: Sample([], "ms") for name in names}) for clock in CLOCKS}
+    for i in range(method.process_repeats):
+        rows: dict[str, dict[str, float]] = {clock: {} for clock in CLOCKS}
+        for name in _rotated(names, i):
+            figures = _run_child(commands[name], environment, reported)
+            for clock in CLOCKS:
+                rows[clock][name] = figures[clock]
+                results[clock].samples[name].values.append(figures[clock])
+        for clock in CLOCKS:
+            results[clock].rounds.append(rows[clock])
+    return results
+
+
+def python(code: str) -> list[str]:
+    """``[sys.executable, "-c", code]``: a fresh interpreter of the running Python."""
+    return [sys.executable, "-c", code]

@@ -1,0 +1,68 @@
+"""The benchmark harness itself: the method measures what it says, the baselines are equivalent."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import accelhal
+from benchmarks import members
+from benchmarks.method import Method, Sample, compare_processes, compare_statements
+from benchmarks.results import SuiteResult, Target, chart, results_markdown
+
+TINY = Method(repeats=3, warmup=1, min_batch_s=0.0005, process_repeats=2, process_warmup=1)
+
+
+def test_interleaved_rounds_pair_every_statement_and_see_a_slower_one() -> None:
+    comparison = compare_statements({"slow": "sum(range(2000))", "fast": "len(())"}, {}, TINY)
+    assert [sorted(r) for r in comparison.rounds] == [["fast", "slow"]] * TINY.repeats
+    ratio = comparison.ratio("slow", "fast")
+    assert ratio.values == [r["slow"] / r["fast"] for r in comparison.rounds]
+    assert ratio.median > 10
+
+
+def test_sample_spread_is_zero_only_without_variation() -> None:
+    assert Sample([3.0, 3.0, 3.0], "ms").iqr == 0 and Sample([3.0, 3.0, 3.0], "ms").mad == 0
+    varied = Sample([1.0, 2.0, 3.0, 4.0, 100.0], "ms")
+    assert varied.iqr > 0 and varied.mad > 0 and varied.median == 3.0
+
+
+def test_process_figures_come_on_both_clocks_from_fresh_interpreters() -> None:
+    busy = "x = 0\nfor i in range(3_000_000): x += i"
+    clocks = compare_processes({"idle": [sys.executable, "-c", "pass"], "busy": [sys.executable, "-c", busy]}, TINY)
+    for clock in ("cpu", "wall"):
+        assert len(clocks[clock].rounds) == TINY.process_repeats
+        assert clocks[clock].samples["busy"].median > clocks[clock].samples["idle"].median
+
+
+def test_every_member_statement_and_its_baseline_run_on_cpu() -> None:
+    acc = accelhal.get_accelerator()
+    ns = members.namespace(acc)
+    assert len(members.PAIRS) == 20
+    assert [p.uses for p in members.PAIRS] == sorted((p.uses for p in members.PAIRS), reverse=True)
+    for pair in members.PAIRS:
+        for statement in (pair.statement("cpu"), pair.direct["cpu"]):
+            exec(statement, ns)
+
+
+@pytest.mark.parametrize("pair", [p for p in members.PAIRS if p.kind["cpu"] == "floor" and "with" not in p.accelhal])
+def test_a_floor_baseline_answers_what_the_member_answers(pair: members.Pair) -> None:
+    ns = members.namespace(accelhal.get_accelerator())
+    ours: Any = eval(pair.statement("cpu"), ns)
+    floor: Any = eval(pair.direct["cpu"], ns)
+    assert ours is floor or ours == floor
+
+
+def test_results_page_lists_every_target_with_its_verdict(tmp_path: Path) -> None:
+    targets = [Target("fast enough", 0.9, 1.1, "x"), Target("too slow", 30.0, 20.0, "ms")]
+    result = SuiteResult("demo", "Demo", ["member", "ratio"], [["a", "0.9x"]], targets, member_ratios={"a": 0.9})
+    page = results_markdown([result], {"python": "3"}, {"repeats": 1}, None, "python -m benchmarks")
+    assert "| fast enough | 0.900x |" in page and "| pass |" in page
+    assert "| too slow | 30.0 ms |" in page and "| FAIL |" in page
+    assert "(1 of 2 pass)" in page
+    pytest.importorskip("matplotlib")
+    picture = chart([result], tmp_path / "ratios.png", "demo")
+    assert picture is not None and picture.read_bytes().startswith(b"\x89PNG")
