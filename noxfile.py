@@ -37,7 +37,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over accelhal and the built-in backends."""
+    """mypy --strict over accelhal, the built-in backends and the benchmarks."""
     install_project(session, "dev")
     session.run("mypy")
 

@@ -36,6 +36,7 @@ import abc
 import contextlib
 import functools
 import inspect
+import operator
 import os
 import types
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
@@ -54,7 +55,21 @@ _T = TypeVar("_T")
 TensorFactory = Callable[..., torch.Tensor]
 """What the ``*Tensor`` properties return: ``factory(data) -> tensor`` on the accelerator."""
 
-_TENSOR_FACTORIES: dict[tuple[str, torch.dtype], TensorFactory] = {}
+_FACTORY_DTYPES: dict[str, str] = {}
+"""Class attribute holding a factory -> the torch dtype name it makes (filled by the properties below)."""
+
+
+def _tensor_factory_property(dtype_name: str, doc: str) -> property:
+    """A ``*Tensor`` property: ``acc.FloatTensor`` returns ``factory(data) -> tensor``.
+
+    The getter is an ``operator.attrgetter`` (C code, no Python frame) reading a
+    ``functools.partial(torch.tensor, dtype=..., device=<device_type>)`` that
+    ``Accelerator.__init_subclass__`` stores on each backend class, so reading the
+    property costs no more than reading an attribute.
+    """
+    attribute = f"_{dtype_name}_tensor_factory"
+    _FACTORY_DTYPES[attribute] = dtype_name
+    return property(operator.attrgetter(attribute), doc=inspect.cleandoc(doc))
 
 
 def _check_index(device_index: object) -> int:
@@ -106,19 +121,24 @@ class Accelerator(abc.ABC):
     """Whether ``_torch_pin_memory`` really page-locks (False on cpu, where it is a no-op)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Turn each flag member a subclass does not override into a method returning its constant.
+        """Bake the subclass's constants into its hot members.
 
-        ``acc.is_synchronized_device()`` then costs one call and no attribute lookup, as
-        cheap as any function can be (see ``benchmarks/members.py``). A subclass that
-        defines the method itself keeps it.
+        Each flag member a subclass does not override becomes a method returning its
+        constant: ``acc.is_synchronized_device()`` then costs one call and no attribute
+        lookup (see ``benchmarks/members.py``), and ``device_name()`` returns the device
+        type as a literal (an index goes to ``_indexed_device_name``); a subclass that
+        defines the method itself keeps it. The ``*Tensor`` factories are built for the subclass's ``device_type``.
         """
         super().__init_subclass__(**kwargs)
-        for member, attribute in _CONSTANT_MEMBERS.items():
+        for member, (attribute, template) in _CONSTANT_MEMBERS.items():
             current = getattr(cls, member)
             if current is getattr(Accelerator, member) or getattr(current, "_accelhal_constant", False):
-                constant = _constant_member(getattr(Accelerator, member), getattr(cls, attribute))
+                constant = _constant_member(getattr(Accelerator, member), getattr(cls, attribute), template)
                 constant.__qualname__ = f"{cls.__qualname__}.{member}"
                 setattr(cls, member, constant)
+        for attribute, dtype_name in _FACTORY_DTYPES.items():
+            factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=cls.device_type)
+            setattr(cls, attribute, factory)
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
@@ -179,6 +199,10 @@ class Accelerator(abc.ABC):
         """
         if device_index is None:
             return self.device_type
+        return self._indexed_device_name(device_index)
+
+    def _indexed_device_name(self, device_index: int) -> str:
+        """``"<device_type>:<index>"`` for :meth:`device_name` (validates the index)."""
         return f"{self.device_type}:{_check_index(device_index)}"
 
     def device(self, device_index: int | None = None) -> torch.device:
@@ -244,10 +268,13 @@ class Accelerator(abc.ABC):
         """The default ``torch.Generator`` of ``device_index``."""
 
     # ------------------------------------------------------------------ streams and events
-    @property
-    def Stream(self) -> type[Any] | None:  # noqa: N802 - DeepSpeed's name
-        """The stream class, or ``None`` when the runtime has no user streams."""
-        return None
+    _stream_class: ClassVar[type[Any] | None] = None
+    _event_class: ClassVar[type[Any] | None] = None
+
+    Stream = property(
+        operator.attrgetter("_stream_class"),  # C getter: as cheap to read as ``torch.cpu.Stream``
+        doc="The stream class, or ``None`` when the runtime has no user streams (``_stream_class``).",
+    )
 
     def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
         """A context manager that makes ``stream`` current; a no-op context without streams."""
@@ -261,10 +288,10 @@ class Accelerator(abc.ABC):
         """The default stream of ``device_index``, or ``None`` without streams."""
         return None
 
-    @property
-    def Event(self) -> type[Any] | None:  # noqa: N802 - DeepSpeed's name
-        """The event class (accepting ``enable_timing=True``), or ``None`` without events."""
-        return None
+    Event = property(
+        operator.attrgetter("_event_class"),
+        doc="The event class (accepting ``enable_timing=True``), or ``None`` without events (``_event_class``).",
+    )
 
     # ------------------------------------------------------------------ memory
     def empty_cache(self) -> None:
@@ -393,51 +420,22 @@ class Accelerator(abc.ABC):
         return None
 
     # ------------------------------------------------------------------ tensor factories
-    def _tensor_factory(self, dtype: torch.dtype) -> TensorFactory:
-        key = (self.device_type, dtype)
-        factory = _TENSOR_FACTORIES.get(key)
-        if factory is None:  # built once per device type and dtype: the properties sit on hot paths
-            factory = _TENSOR_FACTORIES[key] = functools.partial(torch.tensor, dtype=dtype, device=self.device_type)
-        return factory
-
-    @property
-    def BFloat16Tensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> a bfloat16 tensor on this device."""
-        return self._tensor_factory(torch.bfloat16)
-
-    @property
-    def ByteTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> a uint8 tensor on this device."""
-        return self._tensor_factory(torch.uint8)
-
-    @property
-    def DoubleTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> a float64 tensor on this device."""
-        return self._tensor_factory(torch.float64)
-
-    @property
-    def FloatTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
+    # Each ``*Tensor`` property reads a factory built once per backend class (see
+    # ``_tensor_factory_property``): DeepSpeed reads them on hot paths.
+    BFloat16Tensor = _tensor_factory_property("bfloat16", "``factory(data)`` -> a bfloat16 tensor on this device.")
+    ByteTensor = _tensor_factory_property("uint8", "``factory(data)`` -> a uint8 tensor on this device.")
+    DoubleTensor = _tensor_factory_property("float64", "``factory(data)`` -> a float64 tensor on this device.")
+    FloatTensor = _tensor_factory_property(
+        "float32",
         """``factory(data)`` -> a float32 tensor on this device.
 
         >>> acc.FloatTensor([1, 2]).dtype
         torch.float32
-        """
-        return self._tensor_factory(torch.float32)
-
-    @property
-    def HalfTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> a float16 tensor on this device."""
-        return self._tensor_factory(torch.float16)
-
-    @property
-    def IntTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> an int32 tensor on this device."""
-        return self._tensor_factory(torch.int32)
-
-    @property
-    def LongTensor(self) -> TensorFactory:  # noqa: N802 - DeepSpeed's name
-        """``factory(data)`` -> an int64 tensor on this device."""
-        return self._tensor_factory(torch.int64)
+        """,
+    )
+    HalfTensor = _tensor_factory_property("float16", "``factory(data)`` -> a float16 tensor on this device.")
+    IntTensor = _tensor_factory_property("int32", "``factory(data)`` -> an int32 tensor on this device.")
+    LongTensor = _tensor_factory_property("int64", "``factory(data)`` -> an int64 tensor on this device.")
 
     # ------------------------------------------------------------------ host memory pinning
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -603,16 +601,6 @@ class Accelerator(abc.ABC):
         self._compile_backend = backend
 
 
-_CONSTANT_MEMBERS: dict[str, str] = {
-    "is_synchronized_device": "_is_synchronized_device",
-    "use_host_timers": "_uses_host_timers",
-    "resolves_data_dependency": "_resolves_data_dependency",
-    "handles_memory_backpressure": "_handles_memory_backpressure",
-    "communication_backend_name": "_communication_backend_name",
-}
-"""Members whose answer is a class attribute of the backend, and that attribute."""
-
-
 _PLACEHOLDER = "accelhal: constant placeholder"
 
 
@@ -620,15 +608,33 @@ def _constant_template(self: Accelerator) -> Any:
     return "accelhal: constant placeholder"
 
 
-def _constant_member(base: Callable[..., Any], value: object) -> Callable[[Accelerator], Any]:
-    """A method with ``base``'s name, signature and docstring that returns ``value`` as a literal.
+def _device_name_template(self: Accelerator, device_index: int | None = None) -> Any:
+    if device_index is None:
+        return "accelhal: constant placeholder"
+    return self._indexed_device_name(device_index)
+
+
+_CONSTANT_MEMBERS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "is_synchronized_device": ("_is_synchronized_device", _constant_template),
+    "use_host_timers": ("_uses_host_timers", _constant_template),
+    "resolves_data_dependency": ("_resolves_data_dependency", _constant_template),
+    "handles_memory_backpressure": ("_handles_memory_backpressure", _constant_template),
+    "communication_backend_name": ("_communication_backend_name", _constant_template),
+    "device_name": ("device_type", _device_name_template),
+}
+"""Members whose (common-case) answer is a class attribute of the backend: that attribute,
+and the template whose placeholder constant becomes the attribute's value."""
+
+
+def _constant_member(base: Callable[..., Any], value: object, template: Callable[..., Any]) -> Callable[..., Any]:
+    """A method with ``base``'s name, signature and docstring: ``template`` with ``value`` as a literal.
 
     The value is placed in the code object's constants, so the method is exactly as cheap
     as ``def member(self): return True`` written out (a closure would cost a cell read).
     """
-    template = _constant_template.__code__
-    code = template.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in template.co_consts))
-    member = types.FunctionType(code, _constant_template.__globals__, base.__name__)
+    code = template.__code__
+    code = code.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in code.co_consts))
+    member = types.FunctionType(code, template.__globals__, base.__name__, template.__defaults__)
     functools.update_wrapper(member, base)
     member._accelhal_constant = True  # type: ignore[attr-defined]
     return member

@@ -149,9 +149,9 @@ class DeviceModuleAccelerator(Accelerator):
         return f"{major}.{minor}"
 
     # ------------------------------------------------------------------ devices
-    def device_name(self, device_index: int | None = None) -> str:
-        """``"<type>"`` for ``None``, ``"<type>:<index>"`` otherwise (cached per index)."""
-        return self.device_type if device_index is None else self._names[device_index]
+    def _indexed_device_name(self, device_index: int) -> str:
+        """``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""
+        return self._names[device_index]
 
     def device(self, device_index: int | None = None) -> torch.device:
         """The ``torch.device`` of ``device_index`` (the current device when ``None``), cached per index."""

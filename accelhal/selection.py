@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -57,9 +58,39 @@ def get_accelerator() -> Accelerator:
     >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators
     'cpu'
     """
-    # One global read and a truth test once cached (no Python-level call: Accelerator defines no
-    # __bool__); the structural guard in tests/test_perf_guards.py keeps it that way.
-    return _active or _select()
+    # Runs until an accelerator is cached; from then on this function runs the code of
+    # ``_get_cached`` (see ``_cache``). tests/test_perf_guards.py keeps both cheap.
+    accelerator = _active
+    if accelerator is None:
+        return _select()
+    return accelerator
+
+
+def _get_cached() -> Accelerator:
+    """The body ``get_accelerator`` runs while an accelerator is cached: one global read."""
+    return _active  # type: ignore[return-value]  # installed only while _active is set
+
+
+_SELECTING_CODE = get_accelerator.__code__
+_CACHED_CODE = _get_cached.__code__.replace(
+    co_name="get_accelerator",
+    co_firstlineno=_SELECTING_CODE.co_firstlineno,  # inspect.getsource() shows get_accelerator
+)
+if sys.version_info >= (3, 11):
+    _CACHED_CODE = _CACHED_CODE.replace(co_qualname="get_accelerator")
+
+
+def _cache(instance: Accelerator, decision: Decision) -> None:
+    """Make ``instance`` the active accelerator, and the cached ``get_accelerator()`` one global read.
+
+    The hot path: DeepSpeed-style code calls ``get_accelerator()`` many times per step. Once
+    an accelerator is cached, ``get_accelerator`` runs ``_get_cached``'s code, exactly as
+    cheap as a function returning a module global (every caller holds the same function
+    object, so swapping its code reaches all of them). Called with ``_lock`` held.
+    """
+    global _active, _decision
+    _active, _decision = instance, decision
+    get_accelerator.__code__ = _CACHED_CODE
 
 
 def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
@@ -89,7 +120,7 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
         decision.seconds = time.perf_counter() - started
         if _active is not None and _active is not instance:
             logger.info("accelhal: replacing active accelerator %r with %r", _active.name, instance.name)
-        _active, _decision = instance, decision
+        _cache(instance, decision)
         return instance
 
 
@@ -97,10 +128,12 @@ def reset_accelerator() -> None:
     """Forget the cached accelerator, decision and plugin registry (for tests and notebooks).
 
     The next :func:`get_accelerator` re-reads the environment and re-discovers plugins.
-    Objects that captured the old accelerator keep it.
+    Objects that captured the old accelerator keep it. Not meant to race with
+    :func:`get_accelerator` calls on other threads.
     """
     global _active, _decision, _registry
     with _lock:
+        get_accelerator.__code__ = _SELECTING_CODE  # first, so that every new call selects again
         _active = _decision = _registry = None
 
 
@@ -169,7 +202,7 @@ def _select() -> Accelerator:
         finally:
             _selecting.active = False
         decision.seconds = time.perf_counter() - started
-        _active, _decision = instance, decision
+        _cache(instance, decision)
         return instance
 
 

@@ -36,7 +36,7 @@ def run(method: Method) -> SuiteResult:
     if importlib.util.find_spec("deepspeed") is not None:
         import logging
 
-        from deepspeed.accelerator import get_accelerator as ds_get_accelerator  # type: ignore[import-untyped]
+        from deepspeed.accelerator import get_accelerator as ds_get_accelerator
 
         logging.getLogger("DeepSpeed").setLevel(logging.ERROR)
         ds_get_accelerator()

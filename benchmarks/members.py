@@ -9,8 +9,10 @@ timed as ``acc.<member>(...)`` against what code would write without accelhal:
   expression inside a plain function, because every API member is a call: the ratio
   then shows accelhal's dispatch and logic, not the cost of making a call at all;
 * ``floor``: where torch has nothing to call (execution-model flags, no-ops and the
-  tensor itself on cpu), a method of a plain object with the member's signature
-  returning the same value: the least any member of an accelerator object can cost;
+  tensor itself on cpu), a method of a plain object with the member's signature and
+  the same behaviour written plainly (the branch on ``device_index`` or ``make_copy``
+  that the answer needs, no validation): the least any member of an accelerator
+  object can cost;
 * ``attribute``: class-valued members (``Stream``, ``Event``) read as attributes.
 
 On cuda the statements do the real work (events and streams are created, a captured
@@ -191,13 +193,17 @@ PAIRS: tuple[Pair, ...] = (
 FLOOR_SOURCE = """
 class Floor:
     def device_name(self, device_index=None):
-        return {device!r}
+        if device_index is None:
+            return {device!r}
+        return {indexed!r}.format(device_index)
     def resolves_data_dependency(self):
         return {rdd!r}
     def is_synchronized_device(self):
         return {sync!r}
     def pin_memory(self, tensor, make_copy=True, match_shape=True):
-        return tensor
+        if make_copy:
+            return {pinned_copy}
+        return torch.empty(tensor.shape if match_shape else tensor.numel(), dtype=tensor.dtype, pin_memory=True)
     def empty_cache(self):
         return None
     def create_graph(self):
@@ -233,7 +239,11 @@ def namespace(acc: Any) -> dict[str, Any]:
         "nullcontext": contextlib.nullcontext,
     }
     source = FLOOR_SOURCE.format(
-        device=acc.device_name(), rdd=acc.resolves_data_dependency(), sync=acc.is_synchronized_device()
+        device=acc.device_name(),
+        indexed="cpu" if device == "cpu" else device + ":{}",
+        pinned_copy="tensor" if device == "cpu" else "tensor.pin_memory()",
+        rdd=acc.resolves_data_dependency(),
+        sync=acc.is_synchronized_device(),
     )
     exec(source, ns)  # plain Python, as user code would define it
     if device == "cpu":

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import dis
+import inspect
 import json
 import subprocess
 import sys
@@ -83,10 +85,48 @@ def test_accelerator_given_to_set_accelerator_is_served_without_a_call() -> None
     assert selection.get_accelerator() is chosen
 
 
-@pytest.mark.parametrize("member", ["__bool__", "__len__"])
-def test_the_contract_defines_no_truth_hook(member: str) -> None:
-    """get_accelerator() tests the cached object's truth; a Python-level hook would be a call on every use."""
-    assert not hasattr(accelhal.Accelerator, member)
+_module_global: object = None
+
+
+def _global_read() -> object:
+    return _module_global
+
+
+def _opcodes(func: Callable[..., Any]) -> list[tuple[str, object]]:
+    return [(i.opname, i.argval) for i in dis.get_instructions(func) if i.opname not in ("RESUME", "CACHE")]
+
+
+def test_cached_get_accelerator_is_exactly_a_global_read() -> None:
+    """Once cached, get_accelerator runs the same instructions as a function returning a module global."""
+    accelhal.get_accelerator()
+    assert [op for op, _ in _opcodes(selection.get_accelerator)] == [op for op, _ in _opcodes(_global_read)]
+    assert ("LOAD_GLOBAL", "_active") in _opcodes(selection.get_accelerator)
+    assert selection.get_accelerator.__name__ == "get_accelerator"
+    assert inspect.getsource(selection.get_accelerator).startswith("def get_accelerator()")
+
+
+def test_reset_restores_the_selecting_body() -> None:
+    first = accelhal.get_accelerator()
+    accelhal.reset_accelerator()
+    assert selection.get_accelerator.__code__ is selection._SELECTING_CODE
+    again = selection.get_accelerator()  # selects again rather than returning the cleared global
+    assert again is not None and again is not first
+
+
+def test_device_name_is_a_literal_per_class_and_validates_indices() -> None:
+    from accelhal_backends.cuda.accelerator import CudaAccelerator
+
+    class Renamed(CudaAccelerator):
+        device_type = "renamed"
+
+    cuda = CudaAccelerator()  # constructing touches no device
+    assert cuda.device_name() == "cuda" and cuda.device_name(1) == "cuda:1"
+    assert Renamed().device_name() == "renamed" and Renamed().device_name(2) == "renamed:2"
+    with pytest.raises((ValueError, TypeError), match="device_index|index"):
+        cuda.device_name(-1)
+    ops = _opcodes(CudaAccelerator.device_name)
+    literal = ops.index(("LOAD_CONST", "cuda"))  # device_name() returns a constant: no attribute read before it
+    assert not [op for op, _ in ops[:literal] if op.startswith(("LOAD_ATTR", "LOAD_METHOD", "LOAD_GLOBAL"))]
 
 
 def test_flag_members_answer_each_subclass_own_attribute() -> None:

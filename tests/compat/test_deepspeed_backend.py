@@ -55,6 +55,7 @@ print("RESULT " + json.dumps({
     "memory_allocated_is_int": type(acc.memory_allocated()) is int,
     "fp16": [acc.is_fp16_supported(), ds.is_fp16_supported()],
     "device_name": acc.device_name(0),
+    "flags": [acc.is_synchronized_device(), acc.use_host_timers(), acc.resolves_data_dependency()],
     "comm": acc.communication_backend_name(),
     "info_name": acc.info().name,
 }))
@@ -84,6 +85,7 @@ def test_deepspeed_cpu_accelerator_as_a_plugin_backend(install_distribution: Ins
     assert result["memory_allocated_is_int"] is True
     assert result["fp16"][0] is bool(result["fp16"][1])
     assert result["device_name"] == "cpu"
+    assert result["flags"] == [True, True, True]  # DeepSpeed's CPU answers, not the base class defaults
     assert result["comm"] == "gloo"
     assert result["info_name"] == "dscpu"
 

@@ -161,7 +161,9 @@ class DeepSpeedBackedAccelerator(Accelerator):
 def _forwarded_names() -> dict[str, str]:
     """DeepSpeed's members that accelhal's contract also declares, with their kinds."""
     ours = contract_members()
-    explicit = set(vars(DeepSpeedBackedAccelerator))
+    # Members baked from class constants by Accelerator.__init_subclass__ are not explicit:
+    # DeepSpeed's class answers them.
+    explicit = {n for n, m in vars(DeepSpeedBackedAccelerator).items() if not getattr(m, "_accelhal_constant", False)}
     return {
         name: kind
         for name, kind in deepspeed_members().items()
