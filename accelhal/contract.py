@@ -125,8 +125,8 @@ class Accelerator(abc.ABC):
 
         Each flag member a subclass does not override becomes a method returning its
         constant: ``acc.is_synchronized_device()`` then costs one call and no attribute
-        lookup (see ``benchmarks/members.py``), and ``device_name()`` returns the device
-        type as a literal (an index goes to ``_indexed_device_name``); a subclass that
+        lookup (see ``benchmarks/members.py``); ``device_name()`` and ``on_accelerator()``
+        compare with or return the device type as a literal (an index goes to ``_indexed_device_name``); a subclass that
         defines the method itself keeps it. The ``*Tensor`` factories are built for the subclass's ``device_type``.
         """
         super().__init_subclass__(**kwargs)
@@ -614,6 +614,10 @@ def _device_name_template(self: Accelerator, device_index: int | None = None) ->
     return self._indexed_device_name(device_index)
 
 
+def _on_accelerator_template(self: Accelerator, tensor: torch.Tensor) -> Any:
+    return tensor.device.type == "accelhal: constant placeholder"
+
+
 _CONSTANT_MEMBERS: dict[str, tuple[str, Callable[..., Any]]] = {
     "is_synchronized_device": ("_is_synchronized_device", _constant_template),
     "use_host_timers": ("_uses_host_timers", _constant_template),
@@ -621,6 +625,7 @@ _CONSTANT_MEMBERS: dict[str, tuple[str, Callable[..., Any]]] = {
     "handles_memory_backpressure": ("_handles_memory_backpressure", _constant_template),
     "communication_backend_name": ("_communication_backend_name", _constant_template),
     "device_name": ("device_type", _device_name_template),
+    "on_accelerator": ("device_type", _on_accelerator_template),
 }
 """Members whose (common-case) answer is a class attribute of the backend: that attribute,
 and the template whose placeholder constant becomes the attribute's value."""

@@ -80,10 +80,21 @@ def _entry_points() -> list[metadata.EntryPoint]:
     return unique
 
 
-def _record_for(ep: metadata.EntryPoint) -> PluginRecord:
+def _record_for(ep: metadata.EntryPoint, identities: dict[str, tuple[str, str]]) -> PluginRecord:
+    """The record of ``ep``; ``identities`` caches each distribution's (name, version).
+
+    Reading a distribution's metadata parses its ``METADATA`` file every time, and one
+    distribution usually carries several entry points (accelhal's own carries nine).
+    """
     dist = getattr(ep, "dist", None)
-    dist_name = dist.metadata["Name"] if dist is not None else "?"
-    version = dist.version if dist is not None else "?"
+    if dist is None:
+        dist_name, version = "?", "?"
+    else:
+        key = str(getattr(dist, "_path", id(dist)))
+        if key not in identities:
+            meta = dist.metadata
+            identities[key] = (meta["Name"], meta["Version"])
+        dist_name, version = identities[key]
     return PluginRecord(
         name=ep.name,
         value=ep.value,
@@ -129,7 +140,8 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
     registry = Registry(manager=manager, strict=settings.strict)
-    points = [(ep, _record_for(ep)) for ep in (_entry_points() if entry_points is None else entry_points)]
+    identities: dict[str, tuple[str, str]] = {}
+    points = [(ep, _record_for(ep, identities)) for ep in (_entry_points() if entry_points is None else entry_points)]
     points.sort(key=lambda pr: (not pr[1].builtin, _normalise(pr[1].distribution), pr[1].name))
     for ep, record in points:
         registry.plugins.append(record)

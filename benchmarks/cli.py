@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     page_dir = args.out if args.gpu else HERE
     if not args.quick and (args.gpu or args.suite is None):
         suffix = "-gpu" if args.gpu else ""
-        picture = chart(results, page_dir / f"member-ratios{suffix}.png", f"per-member ratio, {env['machine']}")
+        title = "per-member ratio on " + (env.get("gpu") or env["machine"])
+        picture = chart(results, page_dir / f"member-ratios{suffix}.png", title)
         command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
         page = results_markdown(results, env, method.as_dict(), picture.name if picture else None, command)
         (page_dir / f"RESULTS{suffix}.md").write_text(page)

@@ -198,7 +198,7 @@ def chart(results: list[SuiteResult], path: Path, title: str) -> Path | None:
     ax.axvline(1.10, color="tab:red", linestyle="--", linewidth=0.8, label="limit 1.10x")
     ax.invert_yaxis()
     ax.set_xlabel("accelhal member / direct torch expression (median of paired rounds)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)

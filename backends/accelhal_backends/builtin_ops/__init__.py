@@ -16,9 +16,12 @@ Importing this package imports no torch and no compiler. Builders:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from accelhal.hookspecs import hookimpl
-from accelhal.ops.builder import OpBuilder
+
+if TYPE_CHECKING:  # the builders' machinery is imported when a builder is asked for, not at discovery
+    from accelhal.ops.builder import OpBuilder
 
 
 @hookimpl
