@@ -17,7 +17,9 @@ modification time (a coarse file system) modified in the last two seconds (a cha
 within the same tick could go unnoticed), a distribution not
 in a plain directory, a ``sys.meta_path`` finder other than the standard one that can
 list distributions, or an unwritable cache directory (``$XDG_CACHE_HOME/accelhal``,
-default ``~/.cache/accelhal``; files not owned by the current user are ignored).
+default ``~/.cache/accelhal``; files not owned by the current user are ignored). The
+directory holds one small file per distinct ``sys.path``; only the 32 most recently
+written are kept.
 
 Example::
 
@@ -40,6 +42,9 @@ from typing import Any
 
 _FORMAT = 1
 _RACY_SECONDS = 2.0
+_KEEP_FILES = 32
+"""Cache files kept (the most recently written): one per distinct ``sys.path``, so the
+directory would otherwise grow with every script directory and environment ever used."""
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
 
 
@@ -113,6 +118,17 @@ def _write_cache(path: Path, signature: list[list[Any]], directories: list[str])
         partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         partial.write_text(json.dumps({"signature": signature, "directories": directories}), encoding="utf-8")
         os.replace(partial, path)
+    except OSError:
+        return
+    _prune(path.parent)
+
+
+def _prune(directory: Path, keep: int = _KEEP_FILES) -> None:
+    """Delete all but the ``keep`` most recently written cache files (best effort, racing processes welcome)."""
+    try:
+        files = sorted(directory.glob("entry-points-*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for stale in files[keep:]:
+            stale.unlink(missing_ok=True)
     except OSError:
         return
 

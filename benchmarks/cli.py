@@ -5,7 +5,7 @@
     python -m benchmarks                      # every CPU suite; rewrites benchmarks/RESULTS.md
     python -m benchmarks --suite members      # one suite (repeatable)
     python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
-    python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, training loop, graphs
+    python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, start-up
 
 JSON goes to ``--out`` (default ``benchmarks/results/``, git-ignored). A full CPU run
 regenerates ``benchmarks/RESULTS.md`` and ``benchmarks/member-ratios.png``; a ``--gpu``
@@ -31,7 +31,8 @@ CPU_SUITES = ("members", "hot_path", "discovery", "startup")
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
 ``members``, which must not see DeepSpeed's side effects.
 """
-GPU_SUITES = ("gpu", "hot_path")
+GPU_SUITES = ("gpu", "hot_path", "discovery", "startup")
+"""On the GPU machine: the cuda figures, then the process-level figures on that host too."""
 
 
 def _suite(name: str) -> Callable[[Method], SuiteResult]:

@@ -150,3 +150,21 @@ def test_an_unwritable_cache_directory_only_costs_a_scan(site: Path, monkeypatch
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
     assert not Path("relative").exists()
+
+
+def test_the_cache_directory_keeps_only_the_most_recent_files(cache_home: Path, site: Path) -> None:
+    """One file per distinct sys.path: old ones are pruned so the directory cannot grow without bound."""
+    directory = cache_home / "accelhal"
+    directory.mkdir(parents=True)
+    for i in range(40):
+        stale = directory / f"entry-points-stale{i:02d}.json"
+        stale.write_text("{}")
+        age(stale, seconds=1000 - i)
+    age(site)
+    importlib.invalidate_caches()
+    find("accelhal")  # a miss for this sys.path: scans and writes its file
+    kept = cache_files(cache_home)
+    assert len(kept) == 32
+    assert not (directory / "entry-points-stale00.json").exists()  # the oldest went
+    assert (directory / "entry-points-stale39.json").exists()  # the newest stale one stayed
+    assert any(not p.name.startswith("entry-points-stale") for p in kept)  # and the file just written
