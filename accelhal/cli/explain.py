@@ -25,6 +25,16 @@ _STATUS_OUTCOMES: dict[Status, Outcome] = {
     Status.NOT_PROBED: Outcome.NOT_PROBED,
 }
 
+_OUTCOME_PHRASES: dict[Outcome, str] = {
+    Outcome.NOT_INSTALLED: "not installed",
+    Outcome.NO_DEVICE: "installed but sees no device",
+    Outcome.BROKEN: "installed but broken",
+    Outcome.PROBE_ERROR: "not usable: its probe raised an error",
+    Outcome.INVALID: "not usable: its registration is invalid",
+    Outcome.NOT_PROBED: "not probed",
+}
+"""How ``explain`` says each outcome in a sentence (``'cuda' is installed but sees no device: ...``)."""
+
 _EXIT_STATUS: dict[Outcome, int] = {Outcome.UNKNOWN: 2, Outcome.SELECTION_FAILED: 1}
 
 
@@ -105,7 +115,7 @@ def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outco
             )
         return Outcome.SELECTION_FAILED, f"{candidate.name!r} is available, but selection ended: {report.explanation}"
     outcome = _STATUS_OUTCOMES[candidate.status]
-    return outcome, f"{candidate.name!r} is {outcome.value.replace('-', ' ')}: {candidate.reason}"
+    return outcome, f"{candidate.name!r} is {_OUTCOME_PHRASES[outcome]}: {candidate.reason}"
 
 
 def explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:

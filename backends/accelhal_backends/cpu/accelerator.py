@@ -68,8 +68,10 @@ class CpuAccelerator(Accelerator):
     _handles_memory_backpressure = True
     _torch_pins_host_memory = False
 
-    # No user streams (CPU work is synchronous) and no device events (time with host clocks:
-    # ``use_host_timers()`` is True): ``Stream`` and ``Event`` are ``None``, as the base declares.
+    Stream = None
+    """No user streams: CPU work is synchronous (a plain attribute, as cheap to read as ``torch.cpu.Stream``)."""
+    Event = None
+    """No device events: time with host clocks (``use_host_timers()`` is True)."""
 
     def __init__(self) -> None:
         super().__init__()
