@@ -134,6 +134,16 @@ def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -
     assert f"--nproc_per_node={count}" in str(err)
 
 
+def test_refused_mpi_launch_writes_no_torch_variables(environ: dict[str, str]) -> None:
+    """An Open MPI launch whose local rank has no device is refused before RANK etc. are exported."""
+    environ.update(OMPI_COMM_WORLD_RANK="63", OMPI_COMM_WORLD_SIZE="64", OMPI_COMM_WORLD_LOCAL_RANK="63")
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_free_port())
+    before = dict(environ)
+    err = _refusal()
+    assert "OMPI_COMM_WORLD_LOCAL_RANK=63" in str(err)
+    assert environ == before
+
+
 def test_local_rank_message_shows_the_visible_devices_variable(environ: dict[str, str]) -> None:
     _single(environ, RANK="7", WORLD_SIZE="8", LOCAL_RANK="7", DEMO_VISIBLE_DEVICES="0,1")
     del environ["LOCAL_WORLD_SIZE"]

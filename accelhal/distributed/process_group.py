@@ -117,8 +117,8 @@ def init_process_group(
         if "store" not in kwargs:
             _check_rendezvous(launch, init_method)
         _check_backend(name, accelerator, requested=backend is not None)
+        _check_local_device(launch, accelerator)  # before anything is written: a refusal changes nothing
         _export_torch_variables(launch)
-        _check_local_device(launch, accelerator)
         accelerator.set_device(launch.local_rank)
         device = accelerator.device(launch.local_rank)
         if device_id is ...:
