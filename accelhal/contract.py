@@ -126,8 +126,9 @@ class Accelerator(abc.ABC):
         Each flag member a subclass does not override becomes a method returning its
         constant: ``acc.is_synchronized_device()`` then costs one call and no attribute
         lookup (see ``benchmarks/members.py``); ``device_name()`` and ``on_accelerator()``
-        compare with or return the device type as a literal (an index goes to ``_indexed_device_name``); a subclass that
-        defines the method itself keeps it. The ``*Tensor`` factories are built for the subclass's ``device_type``.
+        return or compare with the device type as a literal (an index goes to
+        ``_indexed_device_name``). A subclass that defines the method itself keeps it.
+        The ``*Tensor`` factories are built for the subclass's ``device_type``.
         """
         super().__init_subclass__(**kwargs)
         for member, (attribute, template) in _CONSTANT_MEMBERS.items():
@@ -271,10 +272,22 @@ class Accelerator(abc.ABC):
     _stream_class: ClassVar[type[Any] | None] = None
     _event_class: ClassVar[type[Any] | None] = None
 
-    Stream = property(
-        operator.attrgetter("_stream_class"),  # C getter: as cheap to read as ``torch.cpu.Stream``
-        doc="The stream class, or ``None`` when the runtime has no user streams (``_stream_class``).",
-    )
+    if TYPE_CHECKING:  # the types; at run time the C-getter properties below
+
+        @property
+        def Stream(self) -> type[Any] | None: ...  # noqa: N802 - DeepSpeed's name
+        @property
+        def Event(self) -> type[Any] | None: ...  # noqa: N802 - DeepSpeed's name
+
+    else:
+        Stream = property(
+            operator.attrgetter("_stream_class"),  # C getter: as cheap to read as ``torch.cpu.Stream``
+            doc="The stream class, or ``None`` when the runtime has no user streams (``_stream_class``).",
+        )
+        Event = property(
+            operator.attrgetter("_event_class"),
+            doc="The event class (accepting ``enable_timing=True``), or ``None`` without events (``_event_class``).",
+        )
 
     def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
         """A context manager that makes ``stream`` current; a no-op context without streams."""
@@ -287,11 +300,6 @@ class Accelerator(abc.ABC):
     def default_stream(self, device_index: int | None = None) -> Any:
         """The default stream of ``device_index``, or ``None`` without streams."""
         return None
-
-    Event = property(
-        operator.attrgetter("_event_class"),
-        doc="The event class (accepting ``enable_timing=True``), or ``None`` without events (``_event_class``).",
-    )
 
     # ------------------------------------------------------------------ memory
     def empty_cache(self) -> None:
@@ -422,20 +430,38 @@ class Accelerator(abc.ABC):
     # ------------------------------------------------------------------ tensor factories
     # Each ``*Tensor`` property reads a factory built once per backend class (see
     # ``_tensor_factory_property``): DeepSpeed reads them on hot paths.
-    BFloat16Tensor = _tensor_factory_property("bfloat16", "``factory(data)`` -> a bfloat16 tensor on this device.")
-    ByteTensor = _tensor_factory_property("uint8", "``factory(data)`` -> a uint8 tensor on this device.")
-    DoubleTensor = _tensor_factory_property("float64", "``factory(data)`` -> a float64 tensor on this device.")
-    FloatTensor = _tensor_factory_property(
-        "float32",
-        """``factory(data)`` -> a float32 tensor on this device.
+    if TYPE_CHECKING:  # the types; at run time the C-getter properties below
 
-        >>> acc.FloatTensor([1, 2]).dtype
-        torch.float32
-        """,
-    )
-    HalfTensor = _tensor_factory_property("float16", "``factory(data)`` -> a float16 tensor on this device.")
-    IntTensor = _tensor_factory_property("int32", "``factory(data)`` -> an int32 tensor on this device.")
-    LongTensor = _tensor_factory_property("int64", "``factory(data)`` -> an int64 tensor on this device.")
+        @property
+        def BFloat16Tensor(self) -> TensorFactory: ...  # noqa: N802 - DeepSpeed's name
+        @property
+        def ByteTensor(self) -> TensorFactory: ...  # noqa: N802
+        @property
+        def DoubleTensor(self) -> TensorFactory: ...  # noqa: N802
+        @property
+        def FloatTensor(self) -> TensorFactory: ...  # noqa: N802
+        @property
+        def HalfTensor(self) -> TensorFactory: ...  # noqa: N802
+        @property
+        def IntTensor(self) -> TensorFactory: ...  # noqa: N802
+        @property
+        def LongTensor(self) -> TensorFactory: ...  # noqa: N802
+
+    else:
+        BFloat16Tensor = _tensor_factory_property("bfloat16", "``factory(data)`` -> a bfloat16 tensor on this device.")
+        ByteTensor = _tensor_factory_property("uint8", "``factory(data)`` -> a uint8 tensor on this device.")
+        DoubleTensor = _tensor_factory_property("float64", "``factory(data)`` -> a float64 tensor on this device.")
+        FloatTensor = _tensor_factory_property(
+            "float32",
+            """``factory(data)`` -> a float32 tensor on this device.
+
+            >>> acc.FloatTensor([1, 2]).dtype
+            torch.float32
+            """,
+        )
+        HalfTensor = _tensor_factory_property("float16", "``factory(data)`` -> a float16 tensor on this device.")
+        IntTensor = _tensor_factory_property("int32", "``factory(data)`` -> an int32 tensor on this device.")
+        LongTensor = _tensor_factory_property("int64", "``factory(data)`` -> an int64 tensor on this device.")
 
     # ------------------------------------------------------------------ host memory pinning
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
