@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 
@@ -71,6 +72,11 @@ class Tally:
 
 def load_run_suite() -> RunSuite:
     """``accelhal.testing.run_suite``, or an :class:`AccelhalError` saying it is missing."""
+    if importlib.util.find_spec("pytest") is None:
+        raise AccelhalError(
+            "accelhal check runs the conformance suite with pytest, which is not installed here; "
+            "install it with: pip install 'accelhal[test]' (or pip install pytest)"
+        )
     try:
         from accelhal import testing
     except ImportError as exc:

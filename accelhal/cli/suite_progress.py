@@ -10,9 +10,10 @@ to rewrite in it.)
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pytest
+if TYPE_CHECKING:  # pytest is a test-time dependency: `accelhal info` must work without it
+    import pytest
 
 
 class Listener(Protocol):

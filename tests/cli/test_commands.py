@@ -30,6 +30,29 @@ def test_subcommand_succeeds_and_fits_80_columns(args: list[str]) -> None:
     assert_clean(result)
 
 
+WITHOUT_PYTEST = (
+    "import sys; sys.modules['pytest'] = None  # as if pytest were not installed (the README's first set-up)\n"
+    "from accelhal.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("args", [*HUMAN_COMMANDS, ["schema"]], ids=" ".join)
+def test_every_subcommand_but_check_runs_without_pytest(args: list[str]) -> None:
+    """pytest is a test-time dependency: `pip install accelhal && accelhal info` must work."""
+    result = run_accelhal(*args, code=WITHOUT_PYTEST)
+    assert result.returncode == 0, result.output
+    assert "Traceback" not in result.output, result.output
+
+
+def test_check_without_pytest_says_what_to_install() -> None:
+    result = run_accelhal("check", code=WITHOUT_PYTEST)
+    assert result.returncode == 2, result.output
+    message = " ".join(result.stderr.split())  # rich wraps at 80 columns
+    assert "pytest, which is not installed here" in message
+    assert "pip install 'accelhal[test]'" in message
+    assert "Traceback" not in result.output
+
+
 def test_info_names_the_active_backend_and_rule() -> None:
     result = run_accelhal("info")
     assert "active backend: cpu" in result.stdout
