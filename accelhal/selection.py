@@ -100,7 +100,6 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
     available. Replacing an accelerator that other code already captured is allowed
     but logged at INFO.
     """
-    global _active, _decision
     with _lock:
         started = time.perf_counter()
         if isinstance(accelerator, str):
@@ -175,7 +174,7 @@ def _settings_for_forcing(name: str) -> Settings:
 
 
 def _select() -> Accelerator:
-    global _active, _decision
+    global _decision
     if getattr(_selecting, "active", False):
         raise AccelhalError(
             "get_accelerator() was called while the accelerator is being selected (from a probe or "
