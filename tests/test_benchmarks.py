@@ -31,11 +31,25 @@ def test_sample_spread_is_zero_only_without_variation() -> None:
 
 
 def test_process_figures_come_on_both_clocks_from_fresh_interpreters() -> None:
+    """The CPU clock is the child's own CPU time: three million additions outweigh an empty run."""
     busy = "x = 0\nfor i in range(3_000_000): x += i"
     clocks = compare_processes({"idle": [sys.executable, "-c", "pass"], "busy": [sys.executable, "-c", busy]}, TINY)
     for clock in ("cpu", "wall"):
         assert len(clocks[clock].rounds) == TINY.process_repeats
-        assert clocks[clock].samples["busy"].median > clocks[clock].samples["idle"].median
+        assert all(v > 0 for sample in clocks[clock].samples.values() for v in sample.values)
+    assert clocks["cpu"].samples["busy"].median > clocks["cpu"].samples["idle"].median
+
+
+def test_reported_process_figures_are_exactly_what_each_child_printed() -> None:
+    """With ``reported=True`` the harness takes the child's last line, per clock and per round."""
+    commands = {
+        "a": [sys.executable, "-c", "print('noise'); print('1.5 2.5')"],
+        "b": [sys.executable, "-c", "print('3.0 4.0')"],
+    }
+    clocks = compare_processes(commands, TINY, reported=True)
+    assert clocks["cpu"].samples["a"].values == [1.5] * TINY.process_repeats
+    assert clocks["wall"].samples["a"].values == [2.5] * TINY.process_repeats
+    assert clocks["cpu"].ratio("b", "a").values == [2.0] * TINY.process_repeats
 
 
 def test_every_member_statement_and_its_baseline_run_on_cpu() -> None:
