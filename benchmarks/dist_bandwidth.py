@@ -52,9 +52,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--max-mib", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=25, help="timed samples per size and path (median taken)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed all-reduces per size and path")
-    parser.add_argument(
-        "--warmup-seconds", type=float, default=2.0, help="untimed all-reduces on both paths before the sweep"
-    )
     parser.add_argument("--bytes-per-sample", type=int, default=512 * MiB, help="sets the all-reduces per sample")
     parser.add_argument("--smoke", action="store_true", help="allow a non-nccl backend and host timers (CI on cpu)")
     return parser.parse_args()
@@ -108,28 +105,10 @@ def slowest(seconds: float, device: torch.device) -> float:
     return float(value.item())
 
 
-def warm_up(args: argparse.Namespace, routes: list[Route]) -> None:
-    """Both paths all-reduce for ``--warmup-seconds`` before anything is timed.
-
-    On a freshly started machine the first sizes measured (1 MiB, latency-bound) otherwise
-    see clocks and links still ramping up, and whichever path runs first pays for it: the
-    first sweep after a start missed 2% at 1 MiB in both directions, later sweeps did not.
-    """
-    tensors = [torch.zeros(MiB // 4, dtype=torch.float32, device=p.device) for p in routes]
-    deadline = time.perf_counter() + args.warmup_seconds
-    done = torch.zeros(1, device=routes[0].device)
-    while not done.item():  # every rank runs the same number of batches: they stop together
-        for route, tensor in zip(routes, tensors, strict=True):
-            route.seconds_per_op(tensor, 50)
-        done.fill_(float(time.perf_counter() >= deadline))
-        dist.all_reduce(done, op=dist.ReduceOp.MAX)
-
-
 def sweep(args: argparse.Namespace, routes: list[Route], world: int) -> list[dict[str, Any]]:
     rows = []
     sizes = [MiB << k for k in range(int(math.log2(args.min_mib)), int(math.log2(args.max_mib)) + 1)]
     factor = 2 * (world - 1) / world
-    warm_up(args, routes)
     for size in sizes:
         ops = max(5, min(200, args.bytes_per_sample // size))
         tensors = [torch.zeros(size // 4, dtype=torch.float32, device=p.device) for p in routes]
