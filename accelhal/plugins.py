@@ -14,12 +14,12 @@ import importlib.metadata as metadata
 import re
 import traceback
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
 
 from accelhal import hookspecs
+from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
 from accelhal.errors import ConfigurationError, PluginError
 from accelhal.records import Failure, PluginRecord, Registration
@@ -43,7 +43,7 @@ def describe_exception(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-@dataclass
+@record
 class Registry:
     """The outcome of discovery: registered backends, every plugin seen, and the failures."""
 
@@ -143,25 +143,25 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
     identities: dict[str, tuple[str, str]] = {}
     points = [(ep, _record_for(ep, identities)) for ep in (_entry_points() if entry_points is None else entry_points)]
     points.sort(key=lambda pr: (not pr[1].builtin, _normalise(pr[1].distribution), pr[1].name))
-    for ep, record in points:
-        registry.plugins.append(record)
-        gate = _gate(record, settings)
+    for ep, entry in points:
+        registry.plugins.append(entry)
+        gate = _gate(entry, settings)
         if gate is not None:
-            record.state, record.detail = gate, _GATE_DETAIL[gate]
+            entry.state, entry.detail = gate, _GATE_DETAIL[gate]
             continue
         try:
             plugin = ep.load()
         except Exception as exc:  # a plugin's import may fail in any way
-            record.state, record.detail = "failed", describe_exception(exc)
-            registry.fail(record.name, "import", record.detail)
+            entry.state, entry.detail = "failed", describe_exception(exc)
+            registry.fail(entry.name, "import", entry.detail)
             continue
         try:
-            manager.register(plugin, name=f"{record.distribution}:{record.name}")
+            manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
         except Exception as exc:  # pluggy's validation of the hook implementations
-            record.state, record.detail = "failed", describe_exception(exc)
-            registry.fail(record.name, "register", record.detail)
+            entry.state, entry.detail = "failed", describe_exception(exc)
+            registry.fail(entry.name, "register", entry.detail)
             continue
-        _collect_backends(registry, manager, plugin, record)
+        _collect_backends(registry, manager, plugin, entry)
     _apply_replacements(registry)
     return registry
 

@@ -6,12 +6,11 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from accelhal._record import field, record
 from accelhal.spec import BackendSpec, Status
 
 
-@dataclass
+@record
 class PluginRecord:
     """One entry point of the ``accelhal`` group and what became of it."""
 
@@ -32,7 +31,7 @@ class PluginRecord:
         return "built-in" if self.builtin else f"{self.distribution} {self.distribution_version}"
 
 
-@dataclass
+@record
 class Failure:
     """A plugin problem that was reported and skipped (or raised under strict mode)."""
 
@@ -43,7 +42,7 @@ class Failure:
     backend: str | None = None
 
 
-@dataclass
+@record
 class Registration:
     """A registered backend and the plugin that registered it."""
 
@@ -53,7 +52,7 @@ class Registration:
     """Sources of the registrations this one replaced (``replaces=``)."""
 
 
-@dataclass
+@record
 class CandidateRecord:
     """One backend as the selection saw it."""
 
@@ -70,7 +69,7 @@ class CandidateRecord:
     visible_devices_envs: tuple[str, ...] = ()
 
 
-@dataclass
+@record
 class Decision:
     """The outcome of one selection: who won, by which rule, and everything seen on the way."""
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from accelhal._record import record
 from accelhal.errors import ConfigurationError
 from accelhal.spec import NAME_PATTERN
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Variable:
     """One environment variable: its name, the kind of value, its default and its meaning."""
 
@@ -156,7 +156,7 @@ def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
     return tuple(names)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Settings:
     """The parsed values of :data:`VARIABLES`."""
 
@@ -217,7 +217,7 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
     return value
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class OpsSettings:
     """The op builders' variables (``ACCELHAL_OPS_*``), read when an op is built, not at selection."""
 

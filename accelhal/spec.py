@@ -29,8 +29,9 @@ import enum
 import importlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from accelhal._record import field, record
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
@@ -95,7 +96,7 @@ class Capability(str, enum.Enum):
     """Memory figures come from a device allocator and move with tensor allocations."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """What a probe found: a :class:`Status`, a human-readable reason and an optional hint.
 
@@ -147,7 +148,7 @@ reported as :attr:`Status.PROBE_ERROR`; it never crashes selection.
 """
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BackendSpec:
     """One backend, as a plugin registers it through ``accelhal_register_backends``.
 

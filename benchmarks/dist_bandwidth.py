@@ -213,6 +213,7 @@ def main() -> int:
         print(f"DDP: {ddp}")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1))
+    dist.barrier()  # ranks leave together: no rank tears its group down under a peer still using it
     ahd.destroy_process_group()
     return 0 if result["checks_passed"] and ddp["parameters_identical_on_all_ranks"] else 1
 

@@ -100,6 +100,10 @@ class Comparison:
         """Per-round ``numerator / denominator``; its median is the reported ratio."""
         return Sample([r[numerator] / r[denominator] for r in self.rounds], "x")
 
+    def difference(self, minuend: str, subtrahend: str) -> Sample:
+        """Per-round ``minuend - subtrahend``, in the samples' unit (paired, like :meth:`ratio`)."""
+        return Sample([r[minuend] - r[subtrahend] for r in self.rounds], self.samples[minuend].unit)
+
 
 def _rotated(names: Sequence[str], round_index: int) -> list[str]:
     k = round_index % len(names)

@@ -115,9 +115,9 @@ def print_suite(result: SuiteResult) -> None:
 
 def target_table(targets: list[Target]) -> tuple[list[str], list[list[str]]]:
     """Headers and rows of the target table."""
-    headers = ["target", "measured", "spread (IQR)", "limit", "result"]
+    headers = ["target", "measured", "spread (IQR)", "limit", "result", "note"]
     rows = [
-        [t.name, fmt(t.measured, t.unit), fmt(t.spread, t.unit), f"<= {fmt(t.limit, t.unit)}", _verdict(t)]
+        [t.name, fmt(t.measured, t.unit), fmt(t.spread, t.unit), f"<= {fmt(t.limit, t.unit)}", _verdict(t), t.note]
         for t in targets
     ]
     return headers, rows

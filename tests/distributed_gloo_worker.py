@@ -8,6 +8,7 @@ exact self-checks (all-reduce, broadcast, all-gather, DDP) and writes what it sa
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def main(out: Path) -> int:
         "conflicts": conflicts,
         "checks": {r.name: [r.passed, r.detail] for r in results},
     }
+    dist.barrier()  # both ranks leave together
     ahd.destroy_process_group()
     record["destroyed"] = not dist.is_initialized()
     (out / f"rank{setup.rank}.json").write_text(json.dumps(record, indent=1))
@@ -47,4 +49,10 @@ def main(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    code = main(Path(sys.argv[1]))
+    # Skip interpreter teardown: on a loaded two-core machine gloo's threads have aborted a
+    # rank at shutdown ("terminate called without an active exception") after the group was
+    # destroyed and the record written. The record is what the test checks.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

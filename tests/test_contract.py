@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from accelhal.contract import Accelerator, contract_problems
+from accelhal.contract import Accelerator, _parameter_names, contract_problems
 from accelhal.spec import CONTRACT_VERSION
 
 REFERENCE = Path(__file__).parent / "data" / "deepspeed-0.19.8-contract.md"
@@ -102,3 +104,42 @@ def test_contract_problems_name_what_is_wrong() -> None:
     assert f"contract version {CONTRACT_VERSION + 1}" in problems
     assert "synchronize" in problems and "device_index" in problems
     assert contract_problems(int) == [f"{int!r} is not a subclass of accelhal.Accelerator"]
+
+
+def _plain(a, /, b, *args, c, d=1, **kwargs):  # type: ignore[no-untyped-def]
+    return a
+
+
+def _keyword_only(self, *, device_index=None):  # type: ignore[no-untyped-def]
+    return self
+
+
+@pytest.mark.parametrize(
+    "func",
+    [
+        _plain,
+        _keyword_only,
+        lambda *a, **k: None,
+        functools.wraps(_plain)(lambda *a, **k: None),
+        functools.partial(_plain, 1),
+    ]
+    + [value for value in vars(Accelerator).values() if inspect.isfunction(value)],
+)
+def test_parameter_names_agree_with_inspect(func: Callable[..., object]) -> None:
+    """The fast reading from ``__code__`` lists what ``inspect.signature`` lists (wrapped functions included)."""
+    assert _parameter_names(func) == tuple(inspect.signature(func).parameters)
+
+
+def test_a_wrapped_override_is_judged_by_its_visible_signature() -> None:
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    def renamed(self, idx=None):  # type: ignore[no-untyped-def]
+        return None
+
+    @functools.wraps(renamed)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return renamed(*args, **kwargs)
+
+    subclass = type("Sub", (CpuAccelerator,), {"synchronize": wrapper})
+    assert any("synchronize" in p and "idx" in p for p in contract_problems(subclass))
+    assert contract_problems(CpuAccelerator) == []
