@@ -37,7 +37,7 @@ print((time.process_time() - started_cpu) * 1e3, (time.perf_counter() - started)
 
 
 DEVICE_QUERY = """
-import time
+import os, sys, time
 {prelude}
 import torch
 started, started_cpu = time.perf_counter(), time.process_time()

@@ -154,6 +154,12 @@ CLOCKS = ("cpu", "wall")
 """Start-up figures are taken on both clocks; targets use ``cpu`` (see the module docstring)."""
 
 
+SPLIT_PREFIX = "split "
+"""A child may print a last line ``"split <cpu> <wall>"``: figures it measured itself
+(see :data:`SPLIT_CLOCKS`), kept beside the parent's whole-process clocks."""
+SPLIT_CLOCKS = ("split-cpu", "split-wall")
+
+
 def _run_child(argv: Sequence[str], env: Mapping[str, str], reported: bool) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -162,11 +168,15 @@ def _run_child(argv: Sequence[str], env: Mapping[str, str], reported: bool) -> d
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    last = (out.stdout.strip().splitlines() or [""])[-1]
     if reported:
-        cpu, wall = (float(v) for v in out.stdout.strip().splitlines()[-1].split())
+        cpu, wall = (float(v) for v in last.split())
         return {"cpu": cpu, "wall": wall}
     cpu_ms = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
-    return {"cpu": cpu_ms, "wall": wall_ms}
+    figures = {"cpu": cpu_ms, "wall": wall_ms}
+    if last.startswith(SPLIT_PREFIX):
+        figures.update(zip(SPLIT_CLOCKS, (float(v) for v in last.removeprefix(SPLIT_PREFIX).split()), strict=True))
+    return figures
 
 
 def compare_processes(
@@ -179,7 +189,9 @@ def compare_processes(
 
     With ``reported=True`` the figures are the two floats the child prints on its last
     line (``"<cpu ms> <wall ms>"``, measured by itself); otherwise the process's CPU time
-    (user + system, from the parent's ``getrusage``) and its wall time seen by the parent.
+    (user + system, from the parent's ``getrusage``) and its wall time seen by the parent,
+    plus, for the commands that print a ``"split <cpu> <wall>"`` line, those two figures
+    under :data:`SPLIT_CLOCKS` (unit ``x``: they are ratios the child computed).
     """
     environment = dict(os.environ if env is None else env)
     environment.pop("PYTHONDONTWRITEBYTECODE", None)  # measure as installed code runs: byte-code cached
@@ -187,17 +199,23 @@ def compare_processes(
     for _ in range(method.process_warmup):
         for name in names:
             _run_child(commands[name], environment, reported)
-    results = {clock: Comparison({name: Sample([], "ms") for name in names}) for clock in CLOCKS}
+    results: dict[str, Comparison] = {}
     for i in range(method.process_repeats):
-        rows: dict[str, dict[str, float]] = {clock: {} for clock in CLOCKS}
+        rows: dict[str, dict[str, float]] = {}
         for name in _rotated(names, i):
-            figures = _run_child(commands[name], environment, reported)
-            for clock in CLOCKS:
-                rows[clock][name] = figures[clock]
-                results[clock].samples[name].values.append(figures[clock])
-        for clock in CLOCKS:
-            results[clock].rounds.append(rows[clock])
-    return results
+            for clock, value in _run_child(commands[name], environment, reported).items():
+                unit = "x" if clock in SPLIT_CLOCKS else "ms"
+                comparison = results.setdefault(clock, Comparison({}))
+                comparison.samples.setdefault(name, Sample([], unit)).values.append(value)
+                rows.setdefault(clock, {})[name] = value
+        for clock, row in rows.items():
+            results[clock].rounds.append(row)
+    return {
+        clock: Comparison(
+            {n: results[clock].samples[n] for n in names if n in results[clock].samples}, results[clock].rounds
+        )
+        for clock in results
+    }
 
 
 def python(code: str) -> list[str]:

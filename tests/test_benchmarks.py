@@ -52,6 +52,44 @@ def test_reported_process_figures_are_exactly_what_each_child_printed() -> None:
     assert clocks["cpu"].ratio("b", "a").values == [2.0] * TINY.process_repeats
 
 
+def test_split_figures_a_child_prints_sit_beside_the_parents_clocks() -> None:
+    """A ``split <cpu> <wall>`` last line adds two clocks for that command only, paired per round."""
+    commands = {
+        "split": [sys.executable, "-c", "print('split 1.25 1.5')"],
+        "other": [sys.executable, "-c", "print('split 1.0 2.0')"],
+        "plain": [sys.executable, "-c", "pass"],
+    }
+    clocks = compare_processes(commands, TINY)
+    assert set(clocks) == {"cpu", "wall", "split-cpu", "split-wall"}
+    assert set(clocks["cpu"].samples) == {"split", "other", "plain"}
+    assert set(clocks["split-cpu"].samples) == {"split", "other"}
+    assert clocks["split-cpu"].samples["split"].values == [1.25] * TINY.process_repeats
+    assert clocks["split-wall"].samples["other"].unit == "x"
+    assert clocks["split-cpu"].ratio("split", "other").values == [1.25] * TINY.process_repeats
+
+
+def test_startup_targets_use_the_in_process_quotient_and_note_the_separate_processes() -> None:
+    from benchmarks import startup
+    from benchmarks.method import Comparison
+
+    names = list(startup.COMMANDS)
+    whole = {"python -c pass": 30.0, "import accelhal": 31.0, "import torch": 2000.0, startup.SELECT: 2100.0}
+    whole[startup.DEEPSPEED] = 2500.0
+    split = {startup.SELECT: 1.01, startup.DEEPSPEED: 1.25}
+
+    def comparison(figures: dict[str, float], unit: str) -> Comparison:
+        return Comparison({n: Sample([v, v], unit) for n, v in figures.items()}, [dict(figures), dict(figures)])
+
+    clocks = {"cpu": comparison(whole, "ms"), "wall": comparison(whole, "ms"), "split-cpu": comparison(split, "x")}
+    targets = {t.name: t for t in startup.summarise(clocks).targets}
+    assert sorted(names) == sorted(whole)
+    vs_torch = targets['"import accelhal; get_accelerator()" / "import torch"']
+    assert vs_torch.measured == 1.01 and vs_torch.passed and "separate processes: 1.050x" in vs_torch.note
+    vs_ds = targets['"import accelhal; get_accelerator()" / DeepSpeed\'s equivalent']
+    assert vs_ds.measured == pytest.approx(1.01 / 1.25) and "0.800x, the least" in vs_ds.note
+    assert "python -c pass alone: 30.0 ms" in targets['python -c "import accelhal"'].note
+
+
 def test_every_member_statement_and_its_baseline_run_on_cpu() -> None:
     acc = accelhal.get_accelerator()
     ns = members.namespace(acc)
