@@ -10,7 +10,16 @@ Training loop
     accelhal (``acc.current_device_name()`` for placement, ``acc.Event(enable_timing=True)``
     around each step, ``acc.memory_allocated()``/``acc.max_memory_allocated()`` read
     every step) and through ``torch.cuda`` directly. Blocks of steps alternate between
-    the two; the figure is the median of the paired per-block ratios (limit 1.01).
+    the two; the figure is the median of the paired per-block ratios (limit 1.01). A
+    block is ~0.1 s of launch-bound steps whose time scatters by several per cent from
+    block to block on the H100 host, so the loop runs ``LOOP_BLOCKS_PER_REPEAT`` times the
+    method's repeats (the median's own scatter shrinks with the square root).
+
+Every timed block runs with Python's garbage collector paused and a collection between
+blocks, as :mod:`timeit` pauses it: after ``import torch`` a full collection costs ~0.1 s
+and would land in whichever block happened to cross the threshold (the objects that
+exist before the first block are frozen, ``gc.freeze()``, so the collections between
+blocks stay short).
 
 Graphs
     One whole training step captured and replayed, through accelhal
@@ -24,6 +33,7 @@ Graphs
 from __future__ import annotations
 
 import copy
+import gc
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,6 +48,7 @@ BATCH = 256
 GRAPH_HIDDEN = 512
 GRAPH_LAYERS = 8
 GRAPH_BATCH = 32
+LOOP_BLOCKS_PER_REPEAT = 4
 
 
 def _mlp(width: int, depth: int, device: Any) -> Any:
@@ -97,8 +108,8 @@ def accelhal_loop(acc: Any, model: Any, optimizer: Any, batches: list[Any], step
     return times
 
 
-def _paired(method: Method, runs: Mapping[str, Callable[[], object]]) -> dict[str, Any]:
-    """Alternate the runs block by block (rotated order); wall ms per block and paired ratios."""
+def _paired(method: Method, runs: Mapping[str, Callable[[], object]], blocks: int | None = None) -> dict[str, Any]:
+    """Alternate the runs block by block (rotated order); wall ms per block (``blocks`` rounds, default repeats)."""
     import torch
 
     names = list(runs)
@@ -106,14 +117,27 @@ def _paired(method: Method, runs: Mapping[str, Callable[[], object]]) -> dict[st
         for name in names:
             runs[name]()
     samples: dict[str, list[float]] = {n: [] for n in names}
-    for i in range(method.repeats):
-        order = names[i % len(names) :] + names[: i % len(names)]
-        for name in order:
-            torch.cuda.synchronize()
-            started = time.perf_counter()
-            runs[name]()
-            torch.cuda.synchronize()
-            samples[name].append((time.perf_counter() - started) * 1e3)
+    collecting = gc.isenabled()
+    gc.collect()
+    gc.freeze()  # what exists now is never collected: the collection between blocks stays cheap
+    try:
+        for i in range(method.repeats if blocks is None else blocks):
+            order = names[i % len(names) :] + names[: i % len(names)]
+            for name in order:
+                gc.collect()
+                gc.disable()
+                torch.cuda.synchronize()
+                started = time.perf_counter()
+                runs[name]()
+                torch.cuda.synchronize()
+                samples[name].append((time.perf_counter() - started) * 1e3)
+                gc.enable()
+    finally:
+        gc.unfreeze()
+        if collecting:
+            gc.enable()
+        else:
+            gc.disable()
     return {n: Sample(v, "ms") for n, v in samples.items()}
 
 
@@ -135,7 +159,7 @@ def training_loop(acc: Any, method: Method, steps: int = 50) -> tuple[list[list[
         "torch": lambda: torch_loop(models["torch"], optims["torch"], batches, steps),
         "accelhal": lambda: accelhal_loop(acc, models["accelhal"], optims["accelhal"], batches, steps),
     }
-    samples = _paired(method, runs)
+    samples = _paired(method, runs, blocks=method.repeats * LOOP_BLOCKS_PER_REPEAT)
     ratio = Sample(_ratios(samples["accelhal"], samples["torch"]), "x")
     rows = [
         [f"training loop, {name}", fmt(s.median / steps * 1e3, "us"), fmt(s.iqr / steps * 1e3, "us"), "per step"]
