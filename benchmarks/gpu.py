@@ -141,6 +141,11 @@ def _paired(method: Method, runs: Mapping[str, Callable[[], object]], blocks: in
     return {n: Sample(v, "ms") for n, v in samples.items()}
 
 
+def _ci_note(sample: Sample) -> str:
+    low, high = sample.median_ci()
+    return f"median's 95% interval {low:.3f}x-{high:.3f}x over {len(sample.values)} paired blocks"
+
+
 def _ratios(numerator: Sample, denominator: Sample) -> list[float]:
     """Paired per-block ratios of two samples taken in the same rounds."""
     return [n / d for n, d in zip(numerator.values, denominator.values, strict=True)]
@@ -166,7 +171,9 @@ def training_loop(acc: Any, method: Method, steps: int = 50) -> tuple[list[list[
         for name, s in samples.items()
     ]
     rows.append(["training loop, accelhal / torch", fmt(ratio.median, "x"), fmt(ratio.iqr, "x"), "paired blocks"])
-    target = Target("cuda: training loop through accelhal / raw torch", ratio.median, 1.01, "x", ratio.iqr)
+    target = Target(
+        "cuda: training loop through accelhal / raw torch", ratio.median, 1.01, "x", ratio.iqr, note=_ci_note(ratio)
+    )
     return rows, target, {k: s.summary() for k, s in samples.items()} | {"ratio": ratio.summary(), "steps": steps}
 
 
@@ -233,7 +240,14 @@ def graphs(acc: Any, method: Method, steps: int = 100) -> tuple[list[list[str]],
     rows.append(
         ["torch speed-up / accelhal speed-up", fmt(relative.median, "x"), fmt(relative.iqr, "x"), "same eager step"]
     )
-    target = Target("cuda: graph replay speed-up, raw torch / accelhal", relative.median, 1.01, "x", relative.iqr)
+    target = Target(
+        "cuda: graph replay speed-up, raw torch / accelhal",
+        relative.median,
+        1.01,
+        "x",
+        relative.iqr,
+        note=_ci_note(relative),
+    )
     raw = {k: s.summary() for k, s in samples.items()} | {f"speedup {k}": s.summary() for k, s in speedup.items()}
     return rows, target, raw | {"relative": relative.summary(), "steps": steps}
 

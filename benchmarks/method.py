@@ -27,6 +27,7 @@ Start-up figures (milliseconds per process)
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import statistics
@@ -85,8 +86,32 @@ class Sample:
         med = self.median
         return statistics.median(abs(v - med) for v in self.values)
 
+    def median_ci(self) -> tuple[float, float]:
+        """A distribution-free ~95% confidence interval of the median.
+
+        The order statistics of ranks ``n/2 - 0.98 sqrt(n)`` and ``1 + n/2 + 0.98 sqrt(n)``
+        (the normal approximation to the binomial; clamped to the sample).
+
+        >>> Sample([float(v) for v in range(1, 101)], "x").median_ci()
+        (40.0, 61.0)
+        """
+        ordered = sorted(self.values)
+        n = len(ordered)
+        half_width = 0.98 * math.sqrt(n)
+        low_rank = max(1, math.floor(n / 2 - half_width))
+        high_rank = min(n, math.ceil(1 + n / 2 + half_width))
+        return ordered[low_rank - 1], ordered[high_rank - 1]
+
     def summary(self) -> dict[str, Any]:
-        return {"median": self.median, "iqr": self.iqr, "mad": self.mad, "unit": self.unit, "values": self.values}
+        low, high = self.median_ci()
+        return {
+            "median": self.median,
+            "median_ci95": [low, high],
+            "iqr": self.iqr,
+            "mad": self.mad,
+            "unit": self.unit,
+            "values": self.values,
+        }
 
 
 @dataclass

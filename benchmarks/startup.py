@@ -65,7 +65,10 @@ def summarise(clocks: dict[str, Comparison]) -> SuiteResult:
             60.0,
             "ms",
             importing.iqr,
-            note=f"python -c pass alone: {bare.median:.1f} ms",
+            note=(
+                f"python -c pass alone: {bare.median:.1f} ms; import accelhal less python -c pass, paired: "
+                f"{comparison.difference('import accelhal', 'python -c pass').median:+.1f} ms"
+            ),
         ),
         Target(
             '"import accelhal; get_accelerator()" / "import torch"',

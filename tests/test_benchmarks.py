@@ -30,6 +30,21 @@ def test_sample_spread_is_zero_only_without_variation() -> None:
     assert varied.iqr > 0 and varied.mad > 0 and varied.median == 3.0
 
 
+def test_median_interval_covers_the_median_and_narrows_with_more_samples() -> None:
+    import random
+
+    rng = random.Random(7)
+    small = Sample([rng.gauss(1.0, 0.05) for _ in range(51)], "x")
+    large = Sample([rng.gauss(1.0, 0.05) for _ in range(816)], "x")
+    for sample in (small, large):
+        low, high = sample.median_ci()
+        assert low <= sample.median <= high
+    assert (large.median_ci()[1] - large.median_ci()[0]) < (small.median_ci()[1] - small.median_ci()[0]) / 2
+    assert Sample([float(v) for v in range(1, 101)], "x").median_ci() == (40.0, 61.0)
+    assert Sample([2.0], "x").median_ci() == (2.0, 2.0)
+    assert small.summary()["median_ci95"] == list(small.median_ci())
+
+
 def test_process_figures_come_on_both_clocks_from_fresh_interpreters() -> None:
     """The CPU clock is the child's own CPU time: three million additions outweigh an empty run."""
     busy = "x = 0\nfor i in range(3_000_000): x += i"
