@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import sys
 
 import pytest
 
@@ -122,3 +123,30 @@ def test_the_selection_records_are_records() -> None:
         BackendSpec(name="Bad!", device_type="cpu", priority=1, accelerator="m:C", probe=Verdict.available)
     decision = Decision(None, "fallback", "why", [], [], [], {})
     assert (decision.error, decision.seconds) == (None, 0.0)
+
+
+def test_replace_copies_public_fields_and_starts_private_state_afresh() -> None:
+    from accelhal._record import replace
+
+    spec = BackendSpec(name="acme", device_type="cpu", priority=1, accelerator="m:C", probe=Verdict.available)
+    spec._class_cache.append(int)  # type: ignore[arg-type]
+    moved = replace(spec, priority=7, accelerator="n:D")
+    assert (moved.name, moved.priority, moved.accelerator) == ("acme", 7, "n:D")
+    assert moved._class_cache == [] and spec._class_cache == [int]
+    with pytest.raises(ValueError, match="priority must be an int"):
+        replace(spec, priority="high")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        replace(Point(1), colour="red")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="copy.replace is Python 3.13+")
+def test_copy_replace_uses_the_record_protocol() -> None:
+    assert copy.replace(Point(1, 2), y=5) == Point(1, 5)  # type: ignore[attr-defined]
+
+
+def test_a_record_cannot_derive_from_another() -> None:
+    with pytest.raises(TypeError, match="cannot derive from another record"):
+
+        @record
+        class Point3(Point):  # type: ignore[misc]
+            z: int = 0
