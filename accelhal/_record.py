@@ -152,11 +152,6 @@ def _hash(self: object) -> int:
     return hash(_compared(self))
 
 
-def _replace(self: _T, **changes: object) -> _T:
-    fields = {n: v for n, v in record_fields(self).items() if not n.startswith("_")}  # private state starts afresh
-    return type(self)(**{**fields, **changes})
-
-
 def _refuse_setattr(self: object, name: str, value: object) -> None:
     raise FrozenRecordError(f"cannot assign to field {name!r} of frozen {type(self).__qualname__}")
 
@@ -173,7 +168,7 @@ def _decorate(cls: _C, frozen: bool) -> _C:
         "__repr__": _repr,
         "__eq__": _eq,
         "__hash__": _hash if frozen else None,
-        "__replace__": _replace,
+        "__replace__": replace,
     }
     if frozen:
         methods.update(__setattr__=_refuse_setattr, __delattr__=_refuse_delattr)
@@ -217,7 +212,8 @@ def replace(instance: _T, **changes: object) -> _T:
     >>> replace(Limit("a"), value=5)
     Limit(name='a', value=5)
     """
-    return _replace(instance, **changes)
+    fields = {n: v for n, v in record_fields(instance).items() if not n.startswith("_")}
+    return type(instance)(**{**fields, **changes})
 
 
 def record_fields(instance: object) -> dict[str, object]:

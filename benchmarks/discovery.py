@@ -30,20 +30,11 @@ import os, sys, time
 {prelude}
 import torch
 started, started_cpu = time.perf_counter(), time.process_time()
-import accelhal
-accelhal.get_accelerator()
+{measured}
 print((time.process_time() - started_cpu) * 1e3, (time.perf_counter() - started) * 1e3)
 """
-
-
-DEVICE_QUERY = """
-import os, sys, time
-{prelude}
-import torch
-started, started_cpu = time.perf_counter(), time.process_time()
-torch.cuda.device_count()
-print((time.process_time() - started_cpu) * 1e3, (time.perf_counter() - started) * 1e3)
-"""
+SELECT = "import accelhal; accelhal.get_accelerator()"
+DEVICE_QUERY = "torch.cuda.device_count()"
 GROWN = f"+{EXTRA_DISTRIBUTIONS:,} distributions"
 FORCED = f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu"
 QUERY = f"+{EXTRA_DISTRIBUTIONS:,} distributions, torch.cuda.device_count() alone (torch, not accelhal)"
@@ -74,11 +65,13 @@ def run(method: Method) -> SuiteResult:
         forced = grown + "\nos.environ['ACCELHAL_ACCELERATOR'] = 'cpu'"
         cold = grown + "\nimport tempfile\nos.environ['XDG_CACHE_HOME'] = tempfile.mkdtemp()"
         commands = {
-            "installed environment": python(CHILD.format(prelude="")),
-            GROWN: python(CHILD.format(prelude=grown)),
-            FORCED: python(CHILD.format(prelude=forced)),
-            f"+{EXTRA_DISTRIBUTIONS:,} distributions, empty entry-point cache": python(CHILD.format(prelude=cold)),
-            QUERY: python(DEVICE_QUERY.format(prelude=grown)),
+            "installed environment": python(CHILD.format(prelude="", measured=SELECT)),
+            GROWN: python(CHILD.format(prelude=grown, measured=SELECT)),
+            FORCED: python(CHILD.format(prelude=forced, measured=SELECT)),
+            f"+{EXTRA_DISTRIBUTIONS:,} distributions, empty entry-point cache": python(
+                CHILD.format(prelude=cold, measured=SELECT)
+            ),
+            QUERY: python(CHILD.format(prelude=grown, measured=DEVICE_QUERY)),
         }
         clocks = compare_processes(commands, method, reported=True)
     comparison = clocks["cpu"]

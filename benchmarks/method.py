@@ -195,10 +195,9 @@ def _run_child(argv: Sequence[str], env: Mapping[str, str], reported: bool) -> d
         raise RuntimeError(f"{' '.join(argv)!r} failed ({out.returncode}):\n{out.stderr[-2000:]}")
     last = (out.stdout.strip().splitlines() or [""])[-1]
     if reported:
-        cpu, wall = (float(v) for v in last.split())
-        return {"cpu": cpu, "wall": wall}
+        return dict(zip(CLOCKS, (float(v) for v in last.split()), strict=True))
     cpu_ms = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1e3
-    figures = {"cpu": cpu_ms, "wall": wall_ms}
+    figures = dict(zip(CLOCKS, (cpu_ms, wall_ms), strict=True))
     if last.startswith(SPLIT_PREFIX):
         figures.update(zip(SPLIT_CLOCKS, (float(v) for v in last.removeprefix(SPLIT_PREFIX).split()), strict=True))
     return figures
