@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from accelhal.cli import render, suite_progress
-from accelhal.cli_models import CheckOutput, FailedTest
+from accelhal.cli.models import CheckOutput, FailedTest
 from accelhal.errors import AccelhalError
 
 RunSuite = Callable[[str, list[str]], int]

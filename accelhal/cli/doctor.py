@@ -19,7 +19,7 @@ DESCRIPTION = (
 
 def run(args: argparse.Namespace) -> int:
     """Print the problems found and their fixes."""
-    from accelhal.diagnosis import diagnose
+    from accelhal.cli.diagnosis import diagnose
 
     output = diagnose()
     if args.json:

@@ -1,6 +1,6 @@
 """``accelhal explain [NAME]``: why the active backend won, or why ``NAME`` did not.
 
-The answer is one of :class:`~accelhal.cli_models.Outcome`: not installed, no device,
+The answer is one of :class:`~accelhal.cli.models.Outcome`: not installed, no device,
 broken, probe error (with the exception), invalid, blocked, plugin failed, lower
 priority, not probed (an override chose another), selection failed, or unknown (with
 the names that are known). An unknown name is a user mistake: exit status 2.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from accelhal.cli import render
-from accelhal.cli_models import ExplainOutput, Outcome
+from accelhal.cli.models import ExplainOutput, Outcome
 from accelhal.plugins import Registry
 from accelhal.report import CandidateReport, DetectionReport
 from accelhal.spec import Status

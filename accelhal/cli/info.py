@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from accelhal.cli import render
-from accelhal.cli_models import InfoOutput
+from accelhal.cli.models import InfoOutput
 
 NAME = "info"
 HELP = "the active backend, how it was chosen, its devices and features"

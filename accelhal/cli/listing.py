@@ -11,7 +11,7 @@ import argparse
 from rich.text import Text
 
 from accelhal.cli import render
-from accelhal.cli_models import BackendEntry, ListOutput
+from accelhal.cli.models import BackendEntry, ListOutput
 from accelhal.plugins import Registry
 from accelhal.report import DetectionReport
 from accelhal.spec import Status

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from accelhal.cli_models import OUTPUT_MODELS
+from accelhal.cli.models import OUTPUT_MODELS
 
 NAME = "schema"
 HELP = "the JSON Schema of every --json output"

@@ -1,8 +1,8 @@
 """The checks behind ``accelhal doctor``: find what is wrong and say how to fix it.
 
 :func:`diagnose` runs every check in :data:`CHECKS` order and returns a
-:class:`~accelhal.cli_models.DoctorOutput`. Each check returns
-:class:`~accelhal.cli_models.Problem` objects with a stable ``code``:
+:class:`~accelhal.cli.models.DoctorOutput`. Each check returns
+:class:`~accelhal.cli.models.Problem` objects with a stable ``code``:
 
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
 ``forced-unavailable``, ``selection-failed``, ``plugin-failed``, ``backend-broken``,
@@ -15,7 +15,7 @@ counts come from the selection's probes and ``device_count()``, and
 
 Example::
 
-    >>> from accelhal.diagnosis import diagnose
+    >>> from accelhal.cli.diagnosis import diagnose
     >>> diagnose().healthy      # on a machine where all is well
     True
 """
@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from accelhal.cli_models import DoctorOutput, Problem
+from accelhal.cli.models import DoctorOutput, Problem
 from accelhal.errors import ConfigurationError
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name

@@ -6,7 +6,7 @@ Schema of each (see :data:`OUTPUT_MODELS`). ``info`` reuses
 
 Example::
 
-    >>> from accelhal.cli_models import DoctorOutput
+    >>> from accelhal.cli.models import DoctorOutput
     >>> DoctorOutput(healthy=True, active="cpu", problems=[], checks=["settings"]).model_dump_json()
     '{"healthy":true,"active":"cpu","problems":[],"checks":["settings"]}'
 """
