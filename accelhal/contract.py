@@ -73,14 +73,28 @@ def _tensor_factory_property(dtype_name: str, doc: str) -> property:
 
 
 def _check_index(device_index: object) -> int:
-    """Return ``device_index`` as an int, or raise naming what was wrong."""
+    """Return ``device_index`` as an int, or raise naming what was wrong.
+
+    Accepts what DeepSpeed's own accelerators accept: an ``int``, a decimal string (launchers'
+    ``LOCAL_RANK`` passed on unconverted, ``"0"``) and an indexed ``torch.device``.
+    """
+    if isinstance(device_index, str) and device_index.strip().isdecimal():
+        return int(device_index.strip())
     if isinstance(device_index, bool) or not isinstance(device_index, int):
         if isinstance(device_index, torch.device) and device_index.index is not None:
             return device_index.index
-        raise TypeError(f"device_index must be a non-negative int or None, got {device_index!r}")
+        raise TypeError(
+            "device_index must be a non-negative int, a decimal string or None, got "
+            f"{_shorten(repr(device_index))}"
+        )
     if device_index < 0:
         raise ValueError(f"device_index must be a non-negative int or None, got {device_index}")
     return device_index
+
+
+def _shorten(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters, with the number of characters left out."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
 class Accelerator(abc.ABC):

@@ -41,8 +41,9 @@ def test_devices_are_local_ranks(cpu: Accelerator, monkeypatch: pytest.MonkeyPat
     assert cpu.current_device() == 2
     with pytest.raises(ValueError, match="out of range: device_count\\(\\) is 4"):
         cpu.set_device(4)
-    with pytest.raises(TypeError, match="non-negative int"):
-        cpu.device_name("0")  # type: ignore[arg-type]
+    assert cpu.device_name("1") == "cpu"  # type: ignore[arg-type]  # DeepSpeed passes LOCAL_RANK unconverted
+    with pytest.raises(TypeError, match="non-negative int, a decimal string or None, got 'zero'"):
+        cpu.device_name("zero")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="non-negative"):
         cpu.device(-1)
 
