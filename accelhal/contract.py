@@ -14,15 +14,18 @@ where DeepSpeed's own code relies on them (``create_graph()`` returns ``None``,
 ``capture_to_graph()`` is a no-op context, ``Stream``/``Event`` are ``None``) and raise
 :class:`~accelhal.UnsupportedFeatureError` elsewhere.
 
-A backend subclass declares its identity as class attributes::
+A backend's identity (name, device type, communication backend, visible-devices
+variables, launcher exports) is declared once, in its :class:`~accelhal.BackendSpec`; the
+class names the spec and reads it from there::
 
     class MyAccelerator(Accelerator):
-        _name = "mydev"                 # the backend name (ACCELHAL_ACCELERATOR=mydev)
-        device_type = "mydev"           # torch.device type of its tensors
-        _communication_backend_name = "gloo"
-        _visible_devices_envs = ("MYDEV_VISIBLE_DEVICES",)
+        spec = SPEC                     # BackendSpec(name="mydev", device_type="mydev", ...)
         capabilities = frozenset({Capability.EVENTS})
         ...
+
+A class without ``spec`` declares the same facts as class attributes (``_name``,
+``device_type``, ``_communication_backend_name``, ``_visible_devices_envs``); selection
+then checks that they agree with the spec that registered it.
 
 Fork safety: constructing an accelerator and calling the identity members (``name``,
 ``device_name(i)``, ``communication_backend_name()``, ``visible_devices_envs()``) never
@@ -34,18 +37,19 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
-import inspect
+import math
 import operator
-import os
 import types
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
-from accelhal.errors import ConfigurationError, ContractError
-from accelhal.spec import CONTRACT_VERSION, SUPPORTED_CONTRACT_VERSIONS, Capability
+from accelhal import fast_paths
+from accelhal.arguments import check_device_index, check_tensor
+from accelhal.fast_paths import tensor_factory_property
+from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability
+from accelhal.text import quote
 
 if TYPE_CHECKING:
     from accelhal.report import AcceleratorInfo
@@ -55,49 +59,17 @@ _T = TypeVar("_T")
 TensorFactory = Callable[..., torch.Tensor]
 """What the ``*Tensor`` properties return: ``factory(data) -> tensor`` on the accelerator."""
 
-_FACTORY_DTYPES: dict[str, str] = {}
-"""Class attribute holding a factory -> the torch dtype name it makes (filled by the properties below)."""
+
+class _AcceleratorMeta(abc.ABCMeta):
+    """Keeps baked members (:mod:`accelhal.fast_paths`) in step with the attributes they answer."""
+
+    def __setattr__(cls, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in fast_paths.BAKED_ATTRIBUTES and cls is not Accelerator:
+            fast_paths.rebake_tree(cls, Accelerator)
 
 
-def _tensor_factory_property(dtype_name: str, doc: str) -> property:
-    """A ``*Tensor`` property: ``acc.FloatTensor`` returns ``factory(data) -> tensor``.
-
-    The getter is an ``operator.attrgetter`` (C code, no Python frame) reading a
-    ``functools.partial(torch.tensor, dtype=..., device=<device_type>)`` that
-    ``Accelerator.__init_subclass__`` stores on each backend class, so reading the
-    property costs no more than reading an attribute.
-    """
-    attribute = f"_{dtype_name}_tensor_factory"
-    _FACTORY_DTYPES[attribute] = dtype_name
-    return property(operator.attrgetter(attribute), doc=inspect.cleandoc(doc))
-
-
-def _check_index(device_index: object) -> int:
-    """Return ``device_index`` as an int, or raise naming what was wrong.
-
-    Accepts what DeepSpeed's own accelerators accept: an ``int``, a decimal string (launchers'
-    ``LOCAL_RANK`` passed on unconverted, ``"0"``) and an indexed ``torch.device``.
-    """
-    if isinstance(device_index, str) and device_index.strip().isdecimal():
-        return int(device_index.strip())
-    if isinstance(device_index, bool) or not isinstance(device_index, int):
-        if isinstance(device_index, torch.device) and device_index.index is not None:
-            return device_index.index
-        raise TypeError(
-            "device_index must be a non-negative int, a decimal string or None, got "
-            f"{_shorten(repr(device_index))}"
-        )
-    if device_index < 0:
-        raise ValueError(f"device_index must be a non-negative int or None, got {device_index}")
-    return device_index
-
-
-def _shorten(text: str, limit: int = 80) -> str:
-    """``text`` cut to ``limit`` characters, with the number of characters left out."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
-
-
-class Accelerator(abc.ABC):
+class Accelerator(metaclass=_AcceleratorMeta):
     """The contract every accelhal backend implements (DeepSpeed's vocabulary, one type per member).
 
     Obtain the active one with :func:`accelhal.get_accelerator`::
@@ -110,13 +82,15 @@ class Accelerator(abc.ABC):
     """
 
     # ------------------------------------------------------------------ identity
+    spec: ClassVar[BackendSpec | None] = None
+    """The spec this class was written for; its identity attributes are read from it."""
     _name: ClassVar[str] = ""
     """The backend's name, as DeepSpeed code reads it (``acc._name``)."""
     device_type: ClassVar[str] = ""
     """The ``torch.device`` type of this backend's tensors."""
     contract_version: ClassVar[int] = CONTRACT_VERSION
     """The contract version the class was written for."""
-    capabilities: ClassVar[frozenset[Capability]] = frozenset()
+    capabilities: frozenset[Capability] = frozenset()
     """The optional features this backend really has (see :class:`~accelhal.Capability`)."""
     supports_nvtx_domain: ClassVar[bool] = False
     """Whether ``range_push``/``range_pop`` honour ``domain`` (DeepSpeed reads it with ``getattr``)."""
@@ -135,25 +109,24 @@ class Accelerator(abc.ABC):
     """Whether ``_torch_pin_memory`` really page-locks (False on cpu, where it is a no-op)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Bake the subclass's constants into its hot members.
+        """Read the subclass's identity from its ``spec``, then bake its constant members.
 
         Each flag member a subclass does not override becomes a method returning its
-        constant: ``acc.is_synchronized_device()`` then costs one call and no attribute
-        lookup (see ``benchmarks/members.py``); ``device_name()`` and ``on_accelerator()``
-        return or compare with the device type as a literal (an index goes to
-        ``_indexed_device_name``). A subclass that defines the method itself keeps it.
-        The ``*Tensor`` factories are built for the subclass's ``device_type``.
+        constant (see :mod:`accelhal.fast_paths`); assigning the attribute later, on the
+        class or on an instance, re-bakes it. A subclass that defines the method keeps it.
         """
         super().__init_subclass__(**kwargs)
-        for member, (attribute, template) in _CONSTANT_MEMBERS.items():
-            current = getattr(cls, member)
-            if current is getattr(Accelerator, member) or getattr(current, "_accelhal_constant", False):
-                constant = _constant_member(getattr(Accelerator, member), getattr(cls, attribute), template)
-                constant.__qualname__ = f"{cls.__qualname__}.{member}"
-                setattr(cls, member, constant)
-        for attribute, dtype_name in _FACTORY_DTYPES.items():
-            factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=cls.device_type)
-            setattr(cls, attribute, factory)
+        spec = cls.__dict__.get("spec")
+        if isinstance(spec, BackendSpec):
+            for attribute, value in _identity(spec).items():
+                type.__setattr__(cls, attribute, value)
+        fast_paths.bake(cls, Accelerator)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set an attribute; one that answers a baked member re-bakes that member on this instance."""
+        object.__setattr__(self, name, value)
+        if name in fast_paths.BAKED_ATTRIBUTES:
+            fast_paths.bake_instance(self, name, Accelerator)
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
@@ -218,7 +191,7 @@ class Accelerator(abc.ABC):
 
     def _indexed_device_name(self, device_index: int) -> str:
         """``"<device_type>:<index>"`` for :meth:`device_name` (validates the index)."""
-        return f"{self.device_type}:{_check_index(device_index)}"
+        return f"{self.device_type}:{check_device_index(device_index)}"
 
     def device(self, device_index: int | None = None) -> torch.device:
         """The ``torch.device`` of ``device_index`` (the current device when ``None``).
@@ -226,7 +199,7 @@ class Accelerator(abc.ABC):
         Always a ``torch.device``, never a vendor context-manager class (DeepSpeed's mlu
         and sdaa backends got this wrong).
         """
-        index = self.current_device() if device_index is None else _check_index(device_index)
+        index = self.current_device() if device_index is None else check_device_index(device_index)
         return torch.device(self.device_type, index)
 
     @abc.abstractmethod
@@ -462,10 +435,10 @@ class Accelerator(abc.ABC):
         def LongTensor(self) -> TensorFactory: ...  # noqa: N802
 
     else:
-        BFloat16Tensor = _tensor_factory_property("bfloat16", "``factory(data)`` -> a bfloat16 tensor on this device.")
-        ByteTensor = _tensor_factory_property("uint8", "``factory(data)`` -> a uint8 tensor on this device.")
-        DoubleTensor = _tensor_factory_property("float64", "``factory(data)`` -> a float64 tensor on this device.")
-        FloatTensor = _tensor_factory_property(
+        BFloat16Tensor = tensor_factory_property("bfloat16", "``factory(data)`` -> a bfloat16 tensor on this device.")
+        ByteTensor = tensor_factory_property("uint8", "``factory(data)`` -> a uint8 tensor on this device.")
+        DoubleTensor = tensor_factory_property("float64", "``factory(data)`` -> a float64 tensor on this device.")
+        FloatTensor = tensor_factory_property(
             "float32",
             """``factory(data)`` -> a float32 tensor on this device.
 
@@ -473,9 +446,9 @@ class Accelerator(abc.ABC):
             torch.float32
             """,
         )
-        HalfTensor = _tensor_factory_property("float16", "``factory(data)`` -> a float16 tensor on this device.")
-        IntTensor = _tensor_factory_property("int32", "``factory(data)`` -> an int32 tensor on this device.")
-        LongTensor = _tensor_factory_property("int64", "``factory(data)`` -> an int64 tensor on this device.")
+        HalfTensor = tensor_factory_property("float16", "``factory(data)`` -> a float16 tensor on this device.")
+        IntTensor = tensor_factory_property("int32", "``factory(data)`` -> an int32 tensor on this device.")
+        LongTensor = tensor_factory_property("int64", "``factory(data)`` -> an int64 tensor on this device.")
 
     # ------------------------------------------------------------------ host memory pinning
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -504,10 +477,8 @@ class Accelerator(abc.ABC):
 
     @staticmethod
     def _shape_numel(shape: Sequence[int]) -> int:
-        numel = 1
-        for dim in shape:
-            numel *= int(dim)
-        return numel
+        """The number of elements of ``shape`` (DeepSpeed's helper of the same name, for code that calls it)."""
+        return math.prod(int(dim) for dim in shape)
 
     @staticmethod
     def _require_host_device(device: str | torch.device) -> None:
@@ -528,6 +499,7 @@ class Accelerator(abc.ABC):
         uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
         Where the backend cannot page-lock (cpu), ``make_copy=True`` returns ``tensor`` itself.
         """
+        check_tensor(tensor, "pin_memory")
         if make_copy:
             return self._torch_pin_memory(tensor)
         shape = tuple(tensor.shape) if match_shape else (tensor.numel(),)
@@ -587,6 +559,8 @@ class Accelerator(abc.ABC):
         """The op builder class ``class_name`` for this backend (``NotImplementedBuilder`` when unknown)."""
         from accelhal.ops import get_op_builder
 
+        if not isinstance(class_name, str):
+            raise TypeError(f"get_op_builder takes an op builder's class name (a str), got {quote(class_name)}")
         return get_op_builder(self._name, class_name)
 
     def build_extension(self) -> type[Any]:
@@ -641,169 +615,12 @@ class Accelerator(abc.ABC):
         self._compile_backend = backend
 
 
-_PLACEHOLDER = "accelhal: constant placeholder"
-
-
-def _constant_template(self: Accelerator) -> Any:
-    return "accelhal: constant placeholder"
-
-
-def _device_name_template(self: Accelerator, device_index: int | None = None) -> Any:
-    if device_index is None:
-        return "accelhal: constant placeholder"
-    return self._indexed_device_name(device_index)
-
-
-def _on_accelerator_template(self: Accelerator, tensor: torch.Tensor) -> Any:
-    return tensor.device.type == "accelhal: constant placeholder"
-
-
-_CONSTANT_MEMBERS: dict[str, tuple[str, Callable[..., Any]]] = {
-    "is_synchronized_device": ("_is_synchronized_device", _constant_template),
-    "use_host_timers": ("_uses_host_timers", _constant_template),
-    "resolves_data_dependency": ("_resolves_data_dependency", _constant_template),
-    "handles_memory_backpressure": ("_handles_memory_backpressure", _constant_template),
-    "communication_backend_name": ("_communication_backend_name", _constant_template),
-    "device_name": ("device_type", _device_name_template),
-    "on_accelerator": ("device_type", _on_accelerator_template),
-}
-"""Members whose (common-case) answer is a class attribute of the backend: that attribute,
-and the template whose placeholder constant becomes the attribute's value."""
-
-
-def _constant_member(base: Callable[..., Any], value: object, template: Callable[..., Any]) -> Callable[..., Any]:
-    """A method with ``base``'s name, signature and docstring: ``template`` with ``value`` as a literal.
-
-    The value is placed in the code object's constants, so the method is exactly as cheap
-    as ``def member(self): return True`` written out (a closure would cost a cell read).
-    """
-    code = template.__code__
-    code = code.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in code.co_consts))
-    member = types.FunctionType(code, template.__globals__, base.__name__, template.__defaults__)
-    functools.update_wrapper(member, base)
-    member._accelhal_constant = True  # type: ignore[attr-defined]
-    return member
-
-
-def local_rank_from_env(environ: MutableMapping[str, str] | None = None) -> int | None:
-    """The launcher's ``LOCAL_RANK`` as an int, ``None`` when unset; a bad value raises.
-
-    >>> local_rank_from_env({"LOCAL_RANK": "3"})
-    3
-    """
-    env = os.environ if environ is None else environ
-    raw = env.get("LOCAL_RANK")
-    if raw is None or not raw.strip():
-        return None
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise ConfigurationError(
-            f"LOCAL_RANK must be a non-negative integer as set by a launcher, got {raw!r}",
-            variable="LOCAL_RANK",
-            value=raw,
-        )
-    return value
-
-
-def abstract_members(cls: type) -> list[str]:
-    """The abstract members ``cls`` still lacks (empty for an instantiable accelerator)."""
-    return sorted(getattr(cls, "__abstractmethods__", ()))
-
-
-def contract_problems(cls: type) -> list[str]:
-    """Every way ``cls`` fails to be a usable accelerator class; empty when it is one.
-
-    Checks: subclass of :class:`Accelerator`; no abstract member left; ``_name`` and
-    ``device_type`` set; a supported ``contract_version``; contract members not
-    replaced by non-callables; public methods keep the contract's argument names.
-    """
-    if not (isinstance(cls, type) and issubclass(cls, Accelerator)):
-        return [f"{cls!r} is not a subclass of accelhal.Accelerator"]
-    problems = []
-    missing = abstract_members(cls)
-    if missing:
-        problems.append("missing abstract members: " + ", ".join(missing))
-    for attr in ("_name", "device_type"):
-        value = getattr(cls, attr, "")
-        if not isinstance(value, str) or not value:
-            problems.append(f"class attribute {attr} must be a non-empty string, got {value!r}")
-    if cls.contract_version not in SUPPORTED_CONTRACT_VERSIONS:
-        problems.append(
-            f"declares contract version {cls.contract_version!r}; this accelhal supports "
-            f"{list(SUPPORTED_CONTRACT_VERSIONS)}"
-        )
-    problems.extend(_signature_problems(cls))
-    return problems
-
-
-def contract_members() -> dict[str, object]:
-    """The public members of the contract (DeepSpeed's names plus accelhal's), by name."""
-    members: dict[str, object] = {}
-    for klass in reversed(Accelerator.__mro__):
-        for name, value in vars(klass).items():
-            if not name.startswith("__"):
-                members[name] = value
-    return members
-
-
-def _signature_problems(cls: type[Accelerator]) -> Iterator[str]:
-    for name, base_member in vars(Accelerator).items():
-        if name.startswith("__") or not inspect.isfunction(base_member):
-            continue
-        own = _class_attribute(cls, name)
-        if isinstance(own, (staticmethod, classmethod)):
-            own = own.__func__
-        if not callable(own):
-            yield f"{name} must be a method, got {own!r}"
-            continue
-        if own is base_member or not inspect.isfunction(own):
-            continue
-        expected = _parameter_names(base_member)
-        actual = _parameter_names(own)
-        if actual[: len(expected)] != expected and not _accepts_anything(own):
-            yield f"{name}{inspect.signature(own)} does not keep the contract's arguments {tuple(expected)}"
-
-
-def _class_attribute(cls: type, name: str) -> Any:
-    """``name`` as the class defines it (the raw descriptor), like ``inspect.getattr_static``."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass.__dict__[name]
-    return None
-
-
-def _parameter_names(func: Callable[..., Any]) -> tuple[str, ...]:
-    """The names ``inspect.signature(func).parameters`` lists, read from the code object when that is exact.
-
-    A validated class has ~80 members; reading ``__code__`` costs a microsecond where
-    ``inspect.signature`` costs tens, and this runs on the first ``get_accelerator()``.
-    """
-    code = getattr(func, "__code__", None)
-    if code is None or hasattr(func, "__wrapped__") or hasattr(func, "__signature__"):
-        return tuple(inspect.signature(func).parameters)
-    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
-    names = list(code.co_varnames[:positional])
-    extra = positional + keyword_only
-    if code.co_flags & inspect.CO_VARARGS:
-        names.append(code.co_varnames[extra])
-        extra += 1
-    names.extend(code.co_varnames[positional : positional + keyword_only])
-    if code.co_flags & inspect.CO_VARKEYWORDS:
-        names.append(code.co_varnames[extra])
-    return tuple(names)
-
-
-def _accepts_anything(func: Callable[..., Any]) -> bool:
-    kinds = {p.kind for p in inspect.signature(func).parameters.values()}
-    return {inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD} <= kinds
-
-
-def validate_accelerator_class(cls: type) -> type[Accelerator]:
-    """Return ``cls`` if it honours the contract, else raise :class:`ContractError` listing why."""
-    problems = contract_problems(cls)
-    if problems:
-        raise ContractError(f"{getattr(cls, '__qualname__', cls)!r}: " + "; ".join(problems))
-    return cls
+def _identity(spec: BackendSpec) -> dict[str, object]:
+    """The class attributes a spec answers for its accelerator class."""
+    return {
+        "_name": spec.name,
+        "device_type": spec.device_type,
+        "_communication_backend_name": spec.comm_backend,
+        "_visible_devices_envs": spec.visible_devices_envs,
+        "_export_envs": spec.export_envs,
+    }

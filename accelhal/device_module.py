@@ -3,17 +3,20 @@
 ``torch.cuda``, ``torch.xpu``, ``torch.npu`` (torch_npu), ``torch.mlu`` (torch_mlu),
 ``torch.sdaa`` (torch_sdaa) and Gaudi's ``habana_frameworks.torch.hpu`` share one shape:
 ``device_count()``, ``current_device()``, ``Stream``/``Event``, ``memory_allocated(device)``
-and so on. A backend is a subclass that declares its names and overrides only what truly
-differs::
+and so on. A backend over such a module is one declaration, with no class of its own unless its
+behaviour differs::
 
-    class NpuAccelerator(GraphDeviceModuleAccelerator):
-        _name = device_type = "npu"
-        _vendor_package = "torch_npu"          # imported first; it registers torch.npu
-        _module_name = "torch.npu"
-        _graph_class = "NPUGraph"
-        _communication_backend_name = "hccl"
-        _visible_devices_envs = ("ASCEND_RT_VISIBLE_DEVICES",)
-        capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS}
+    SPEC = BackendSpec.for_device_module(
+        "npu", priority=800, package="torch_npu", comm_backend="hccl",
+        visible_devices_envs=("ASCEND_RT_VISIBLE_DEVICES",), hint="source CANN's set_env.sh",
+    )
+
+What a module lacks is found by looking when the accelerator is constructed, never
+assumed: without ``mem_get_info`` available memory is total minus allocated; without
+``get_device_name``/``get_device_capability`` the contract's answers; without
+``_lazy_call`` callbacks run at once; graphs where the module has ``graph`` and a
+``<TYPE>Graph`` class; profiler ranges where it has an ``nvtx``/``cnpx`` submodule. The
+capabilities an instance reports are what it found.
 
 The module is resolved when the accelerator is constructed; a missing or broken vendor
 package raises :class:`~accelhal.BackendUnavailableError` naming the package. Construction
@@ -22,8 +25,9 @@ never initialises the device runtime.
 Speed: the members whose torch function has the same arguments (``current_device``,
 ``device_count``, ``manual_seed``, ``manual_seed_all``, ``initial_seed``, ``empty_cache``,
 ``stream``) are the torch function itself, bound on the instance in ``__init__`` (unless a
-subclass overrides them); the others are one direct call. Nothing is validated on those
-paths beyond what torch validates. A ``device_index`` of ``None`` is not passed on: the
+subclass overrides them): the class declares them with :func:`_module_function`, whose
+forwarding body is exactly what the bound function does. Arguments are those torch takes.
+A ``device_index`` of ``None`` is not passed on: the
 module's function is called without it (runtimes such as Gaudi's take no index there).
 """
 
@@ -38,7 +42,8 @@ from typing import Any, ClassVar, TypeVar
 
 import torch
 
-from accelhal.contract import Accelerator, _check_index
+from accelhal.arguments import check_device_index
+from accelhal.contract import Accelerator
 from accelhal.errors import BackendUnavailableError
 from accelhal.probing import import_device_module
 from accelhal.spec import Capability
@@ -66,42 +71,78 @@ class _PerIndex(dict[Any, _V]):
         self.make = make
 
     def __missing__(self, index: Any) -> _V:
-        value = self.make(_check_index(index))
+        value = self.make(check_device_index(index))
         if type(index) is int:
             self[index] = value
         return value
+
+
+def _module_function(name: str, namespace: str = "_m") -> Any:
+    """A member that is the device module's function ``name`` (bound on each instance by ``__init__``).
+
+    The body runs only where the instance binding does not exist (the method called
+    through the class): it forwards to the same function with the same arguments.
+    """
+
+    def member(self: DeviceModuleAccelerator, *args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(self, namespace), name)(*args, **kwargs)
+
+    member.__name__ = member.__qualname__ = name
+    member.__doc__ = f"The device module's ``{name}``, called directly (the same arguments and result)."
+    member._accelhal_module_function = namespace  # type: ignore[attr-defined]
+    return member
+
+
+LOOKED_FOR = (
+    "mem_get_info",
+    "get_device_name",
+    "get_device_capability",
+    "_lazy_call",
+    "is_current_stream_capturing",
+    "graph",
+)
+"""Module functions used only where the module has them: their absence changes a member's answer."""
+
+RANGE_MODULES = ("nvtx", "cnpx")
+"""Submodules that provide profiler ranges (``range_push``/``range_pop``), in the order looked for."""
 
 
 class DeviceModuleAccelerator(Accelerator):
     """The contract over a torch.cuda-shaped device module (see the module docstring)."""
 
     _vendor_package: ClassVar[str] = "torch"
-    """The package imported first (it registers the device module): ``"torch_npu"``, ``"torch"``."""
+    """The package imported first (it registers the device module); read from the spec's ``package``."""
     _module_name: ClassVar[str] = ""
-    """The dotted device module: ``"torch.cuda"``, ``"torch.npu"``, ``"habana_frameworks.torch.hpu"``."""
+    """The dotted device module; read from the spec's ``module``."""
     _install_hint: ClassVar[str] = ""
-    """What to do when the vendor package is missing or broken (shown in the error)."""
+    """What to do when the vendor package is missing or broken; read from the spec's ``hint``."""
     _rng_namespace: ClassVar[str | None] = None
     """Attribute of the module holding the RNG functions (``"random"`` on Gaudi); ``None``: the module."""
-    _ranges_module: ClassVar[str | None] = None
-    """The module's profiler-range submodule with ``range_push``/``range_pop`` (``"cnpx"`` on mlu)."""
+    _graph_class: ClassVar[str] = ""
+    """The module's graph class; empty: ``<DEVICE_TYPE>Graph`` where the module has one."""
     _bf16_excludes_emulation: ClassVar[bool] = False
     """Whether ``is_bf16_supported`` takes ``including_emulation`` (passed False: emulation does not count)."""
 
-    capabilities: ClassVar[frozenset[Capability]] = DEVICE_CAPABILITIES
+    capabilities: frozenset[Capability] = DEVICE_CAPABILITIES
+    """Set per instance from what the module has (graphs, ranges) on top of :data:`DEVICE_CAPABILITIES`."""
 
-    _DIRECT: ClassVar[tuple[str, ...]] = (
-        "current_device",
-        "device_count",
-        "empty_cache",
-        "stream",
-    )
-    """Members that are the module's function itself (same arguments, same result)."""
-    _DIRECT_RNG: ClassVar[tuple[str, ...]] = ("manual_seed", "manual_seed_all", "initial_seed")
-    """Members that are the RNG namespace's function itself."""
+    current_device = _module_function("current_device")
+    device_count = _module_function("device_count")
+    empty_cache = _module_function("empty_cache")
+    stream = _module_function("stream")
+    manual_seed = _module_function("manual_seed", "_rng")
+    manual_seed_all = _module_function("manual_seed_all", "_rng")
+    initial_seed = _module_function("initial_seed", "_rng")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Read the device module's names from the subclass's spec, as the contract reads its identity."""
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("spec")
+        if spec is not None and spec.module:
+            cls._vendor_package, cls._module_name, cls._install_hint = spec.package or "torch", spec.module, spec.hint
 
     def __init__(self) -> None:
-        """Resolve the device module; raise :class:`~accelhal.BackendUnavailableError` when it is missing."""
+        """Resolve the device module and look at what it has; raise :class:`~accelhal.BackendUnavailableError`."""
         super().__init__()
         try:
             module = import_device_module(self._vendor_package, self._module_name)
@@ -115,16 +156,26 @@ class DeviceModuleAccelerator(Accelerator):
         self._rng: Any = module if self._rng_namespace is None else getattr(module, self._rng_namespace)
         self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
         self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
+        self._found = {name: callable(getattr(module, name, None)) for name in LOOKED_FOR}
+        graph_class = self._graph_class or f"{self.device_type.upper()}Graph"
+        self._graph: Any = getattr(module, graph_class, None) if self._found["graph"] else None
+        self._ranges: Any = next(
+            (getattr(module, n) for n in RANGE_MODULES if hasattr(getattr(module, n, None), "range_push")), None
+        )
+        found = {Capability.GRAPHS} if self._graph is not None else set()
+        found |= {Capability.RANGES} if self._ranges is not None else set()
+        self.capabilities = type(self).capabilities | found
         for name, source in self.bound_members().items():
-            setattr(self, name, getattr(module if source == "module" else self._rng, name))
+            setattr(self, name, getattr(getattr(self, source), name))
 
     @classmethod
     def bound_members(cls) -> dict[str, str]:
-        """The members this class binds to torch functions: ``{name: "module" or "rng"}``."""
-        bound = {name: "module" for name in cls._DIRECT}
-        bound.update({name: "rng" for name in cls._DIRECT_RNG})
-        own = vars(DeviceModuleAccelerator)
-        return {name: where for name, where in bound.items() if getattr(cls, name) is own[name]}
+        """The members this class binds to torch functions: ``{name: "_m" or "_rng"}`` (not overridden)."""
+        return {
+            name: value._accelhal_module_function
+            for name in dir(cls)
+            if (value := getattr(cls, name, None)) is not None and hasattr(value, "_accelhal_module_function")
+        }
 
     @property
     def module(self) -> ModuleType:
@@ -139,15 +190,6 @@ class DeviceModuleAccelerator(Accelerator):
         package = sys.modules.get(self._vendor_package.partition(".")[0])
         return {self._vendor_package: str(getattr(package, "__version__", "unknown"))}
 
-    def device_description(self, device_index: int) -> str:
-        """The runtime's name for the device (``"NVIDIA H100 80GB HBM3"``)."""
-        return str(self._m.get_device_name(device_index))
-
-    def device_capability(self, device_index: int) -> str | None:
-        """``"major.minor"`` from the runtime's ``get_device_capability``."""
-        major, minor = self._m.get_device_capability(device_index)
-        return f"{major}.{minor}"
-
     # ------------------------------------------------------------------ devices
     def _indexed_device_name(self, device_index: int) -> str:
         """``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""
@@ -161,19 +203,9 @@ class DeviceModuleAccelerator(Accelerator):
         """Make ``device_index`` current (the module's ``set_device``)."""
         self._m.set_device(device_index)
 
-    def current_device(self) -> int:
-        """The current device index (the module's ``current_device``)."""
-        index: int = self._m.current_device()
-        return index
-
     def current_device_name(self) -> str:
         """``"<type>:<current index>"``."""
         return self._names[self.current_device()]
-
-    def device_count(self) -> int:
-        """Devices visible to this process (the module's ``device_count``)."""
-        count: int = self._m.device_count()
-        return count
 
     def synchronize(self, device_index: int | None = None) -> None:
         """Wait for all work on ``device_index`` (the current device when ``None``)."""
@@ -203,26 +235,13 @@ class DeviceModuleAccelerator(Accelerator):
             state = self._rng.get_rng_state(device_index)
         return state
 
-    def manual_seed(self, seed: int) -> None:
-        """Seed the current device's generator."""
-        self._rng.manual_seed(seed)
-
-    def manual_seed_all(self, seed: int) -> None:
-        """Seed every device's generator."""
-        self._rng.manual_seed_all(seed)
-
-    def initial_seed(self) -> int:
-        """The initial seed of the current device's generator."""
-        seed: int = self._rng.initial_seed()
-        return seed
-
     def default_generator(self, device_index: int) -> torch.Generator:
         """The default generator of ``device_index`` (initialises the runtime, which creates them)."""
         generators = self._rng.default_generators
         if not generators:
             self._m.current_device()  # the runtime's lazy initialisation fills default_generators
             generators = self._rng.default_generators
-        generator: torch.Generator = generators[_check_index(device_index)]
+        generator: torch.Generator = generators[check_device_index(device_index)]
         return generator
 
     # ------------------------------------------------------------------ streams and events
@@ -231,11 +250,6 @@ class DeviceModuleAccelerator(Accelerator):
         """The module's stream class."""
         stream_class: type[Any] = self._m.Stream
         return stream_class
-
-    def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
-        """The module's ``stream(s)`` context (a no-op for ``None``)."""
-        context: contextlib.AbstractContextManager[Any] = self._m.stream(stream)
-        return context
 
     def current_stream(self, device_index: int | None = None) -> Any:
         """The current stream of ``device_index``."""
@@ -252,10 +266,6 @@ class DeviceModuleAccelerator(Accelerator):
         return event_class
 
     # ------------------------------------------------------------------ memory
-    def empty_cache(self) -> None:
-        """Release cached allocator blocks."""
-        self._m.empty_cache()
-
     def memory_allocated(self, device_index: int | None = None) -> int:
         """Bytes held by tensors on ``device_index``."""
         value: int = self._m.memory_allocated() if device_index is None else self._m.memory_allocated(device_index)
@@ -290,23 +300,18 @@ class DeviceModuleAccelerator(Accelerator):
         return value
 
     def _index(self, device_index: int | None) -> int:
-        return self.current_device() if device_index is None else _check_index(device_index)
+        return self.current_device() if device_index is None else check_device_index(device_index)
 
     def total_memory(self, device_index: int | None = None) -> int:
         """The device's capacity in bytes, from its properties."""
         return int(self._m.get_device_properties(self._index(device_index)).total_memory)
 
     def available_memory(self, device_index: int | None = None) -> int:
-        """Free bytes on the device as the driver reports them (``mem_get_info``)."""
-        free, _total = self._m.mem_get_info(self._index(device_index))
-        return int(free)
-
-    def available_memory_from_allocator(self, device_index: int | None = None) -> int:
-        """Total minus allocated bytes: ``available_memory`` of runtimes without ``mem_get_info``.
-
-        A backend selects it with ``available_memory = DeviceModuleAccelerator.available_memory_from_allocator``.
-        """
+        """Free bytes as the driver reports them (``mem_get_info``), else total minus allocated."""
         index = self._index(device_index)
+        if self._found["mem_get_info"]:
+            free, _total = self._m.mem_get_info(index)
+            return int(free)
         return self.total_memory(index) - self.memory_allocated(index)
 
     # ------------------------------------------------------------------ dtypes
@@ -325,45 +330,62 @@ class DeviceModuleAccelerator(Accelerator):
     # ------------------------------------------------------------------ misc
     def range_push(self, msg: str, domain: str | None = None, category: str | None = None) -> None:
         """Open a profiler range with the runtime's range module (no-op without one)."""
-        if self._ranges_module is not None:
-            getattr(self._m, self._ranges_module).range_push(msg)
+        if self._ranges is not None:
+            self._ranges.range_push(msg)
 
     def range_pop(self, domain: str | None = None) -> None:
         """Close the innermost profiler range."""
-        if self._ranges_module is not None:
-            getattr(self._m, self._ranges_module).range_pop()
+        if self._ranges is not None:
+            self._ranges.range_pop()
 
     def lazy_call(self, callback: Callable[[], _T]) -> _T | None:
-        """Queue ``callback`` until the runtime initialises (run now if it already has); returns ``None``."""
+        """Queue ``callback`` until the runtime initialises (the module's ``_lazy_call``); else run it now."""
+        if not self._found["_lazy_call"]:
+            return super().lazy_call(callback)
         self._m._lazy_call(callback)
         return None
 
+    def device_description(self, device_index: int) -> str:
+        """The runtime's name for the device (``"NVIDIA H100 80GB HBM3"``), else the device name."""
+        if not self._found["get_device_name"]:
+            return super().device_description(device_index)
+        return str(self._m.get_device_name(device_index))
 
-class GraphDeviceModuleAccelerator(DeviceModuleAccelerator):
-    """A :class:`DeviceModuleAccelerator` whose runtime captures and replays graphs.
+    def device_capability(self, device_index: int) -> str | None:
+        """``"major.minor"`` from the runtime's ``get_device_capability``; ``None`` without one."""
+        if not self._found["get_device_capability"]:
+            return None
+        major, minor = self._m.get_device_capability(device_index)
+        return f"{major}.{minor}"
 
-    The backend names the module's graph class; capture uses the module's
-    ``graph(g, pool=..., stream=...)`` context and ``is_current_stream_capturing()``.
-    """
-
-    _graph_class: ClassVar[str] = ""
-    """The module's graph class (``"CUDAGraph"``, ``"NPUGraph"``)."""
+    # ------------------------------------------------------------------ graphs
 
     def is_current_stream_capturing(self) -> bool:
-        """True while a graph capture is in progress on the current stream."""
+        """True while a graph capture is in progress on the current stream (False without the query)."""
+        if not self._found["is_current_stream_capturing"]:
+            return False
         return bool(self._m.is_current_stream_capturing())
 
     def create_graph(self) -> Any:
-        """A new, empty graph of the runtime's graph class."""
-        return getattr(self._m, self._graph_class)()
+        """A new, empty graph of the runtime's graph class; ``None`` without graphs (DeepSpeed's convention)."""
+        return None if self._graph is None else self._graph()
 
     def capture_to_graph(
         self, graph: Any, pool: Any = None, stream: Any = None
     ) -> contextlib.AbstractContextManager[Any]:
-        """The runtime's ``graph(g, pool, stream)`` capture context."""
+        """The runtime's ``graph(g, pool, stream)`` capture context; a no-op context without graphs."""
+        if self._graph is None:
+            return super().capture_to_graph(graph, pool, stream)
         context: contextlib.AbstractContextManager[Any] = self._m.graph(graph, pool=pool, stream=stream)
         return context
 
     def replay_graph(self, graph: Any) -> None:
         """Replay a captured graph."""
-        graph.replay()
+        if self._graph is None:
+            super().replay_graph(graph)
+        else:
+            graph.replay()
+
+
+GraphDeviceModuleAccelerator = DeviceModuleAccelerator
+"""The same class: graphs are found by looking (plugins written against accelhal 0.1 name it)."""

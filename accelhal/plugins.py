@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import re
+import threading
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -232,3 +233,32 @@ def _apply_replacements(registry: Registry) -> None:
                 continue
             removed = registry.backends.pop(target)
             registration.replaced.append(f"{target} ({removed.plugin.source})")
+
+
+# ---------------------------------------------------------------------------- the process's registry
+_registry: Registry | None = None
+_registry_lock = threading.RLock()
+
+
+def registry(settings: Settings | None = None) -> Registry:
+    """The plugin registry of this process, discovered on first use (``settings`` read from the environment).
+
+    This module owns it: selection, the op builders and the CLI all read this one.
+    """
+    global _registry
+    with _registry_lock:
+        if _registry is None:
+            _registry = discover(Settings.from_environ() if settings is None else settings)
+        return _registry
+
+
+def current_registry() -> Registry | None:
+    """The registry if discovery has run in this process, else ``None`` (discovers nothing)."""
+    return _registry
+
+
+def forget_registry() -> None:
+    """Drop the registry: the next :func:`registry` call discovers the plugins again."""
+    global _registry
+    with _registry_lock:
+        _registry = None

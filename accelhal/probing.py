@@ -30,7 +30,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-from accelhal.spec import Probe, Verdict
+from accelhal.verdict import Probe, Verdict
 
 
 def _describe(exc: BaseException) -> str:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from accelhal import plugins
+from accelhal import _record, plugins
 from accelhal.errors import (
     AccelhalError,
     BackendUnavailableError,
@@ -41,7 +40,6 @@ logger = logging.getLogger("accelhal")
 
 _active: Accelerator | None = None
 _decision: Decision | None = None
-_registry: plugins.Registry | None = None
 _lock = threading.RLock()
 _selecting = threading.local()
 
@@ -52,45 +50,46 @@ def get_accelerator() -> Accelerator:
     Raises :class:`~accelhal.ConfigurationError` (bad variable),
     :class:`~accelhal.UnknownBackendError` (forced name nobody registers) or
     :class:`~accelhal.BackendUnavailableError` (forced backend unusable here); it
-    never falls back silently. Thread-safe.
+    never falls back silently. Thread-safe. Once cached, a call is one global read and
+    one comparison (``benchmarks/hot_path.py`` holds it to 1.2x a function returning a global).
 
     >>> import accelhal
     >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators
     'cpu'
     """
-    # Runs until an accelerator is cached; from then on this function runs the code of
-    # ``_get_cached`` (see ``_cache``). tests/test_perf_guards.py keeps both cheap.
     accelerator = _active
     if accelerator is None:
         return _select()
     return accelerator
 
 
-def _get_cached() -> Accelerator:
-    """The body ``get_accelerator`` runs while an accelerator is cached: one global read."""
-    return _active  # type: ignore[return-value]  # installed only while _active is set
+@_record.record(frozen=True)
+class ActiveSelection:
+    """The process's selection state: the active accelerator (``None`` before any) and its decision."""
+
+    accelerator: Accelerator | None
+    decision: Decision | None
 
 
-_SELECTING_CODE = get_accelerator.__code__
-_CACHED_CODE = _get_cached.__code__.replace(
-    co_name="get_accelerator",
-    co_firstlineno=_SELECTING_CODE.co_firstlineno,  # inspect.getsource() shows get_accelerator
-)
-if sys.version_info >= (3, 11):
-    _CACHED_CODE = _CACHED_CODE.replace(co_qualname="get_accelerator")
+def snapshot() -> ActiveSelection:
+    """The current selection state, to give back to :func:`restore` later."""
+    with _lock:
+        return ActiveSelection(_active, _decision)
 
 
-def _cache(instance: Accelerator, decision: Decision) -> None:
-    """Make ``instance`` the active accelerator, and the cached ``get_accelerator()`` one global read.
+def restore(state: ActiveSelection) -> None:
+    """Put back a state taken by :func:`snapshot` (``None`` accelerator: the next call selects again).
 
-    The hot path: DeepSpeed-style code calls ``get_accelerator()`` many times per step. Once
-    an accelerator is cached, ``get_accelerator`` runs ``_get_cached``'s code, exactly as
-    cheap as a function returning a module global (every caller holds the same function
-    object, so swapping its code reaches all of them). Called with ``_lock`` held.
+    Used by :func:`accelhal.testing.use_accelerator`; the plugin registry is left as it is.
     """
+    with _lock:
+        _install(state.accelerator, state.decision)
+
+
+def _install(instance: Accelerator | None, decision: Decision | None) -> None:
+    """The one writer of the selection state. Called with ``_lock`` held."""
     global _active, _decision
     _active, _decision = instance, decision
-    get_accelerator.__code__ = _CACHED_CODE
 
 
 def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
@@ -107,19 +106,20 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
             decision, instance = _decide_forced(_settings_for_forcing(name), name, "set_accelerator", [])
         else:
             instance = _check_instance(accelerator)
+            reg = plugins.current_registry()
             decision = Decision(
                 chosen=instance.name,
                 rule="set_accelerator",
                 explanation=f"set_accelerator() was given an instance of {type(instance).__qualname__}",
                 candidates=[],
-                plugins=list(_registry.plugins) if _registry else [],
-                failures=list(_registry.failures) if _registry else [],
-                environment=_environment(_registry),
+                plugins=list(reg.plugins) if reg else [],
+                failures=list(reg.failures) if reg else [],
+                environment=_environment(reg),
             )
         decision.seconds = time.perf_counter() - started
         if _active is not None and _active is not instance:
             logger.info("accelhal: replacing active accelerator %r with %r", _active.name, instance.name)
-        _cache(instance, decision)
+        _install(instance, decision)
         return instance
 
 
@@ -130,10 +130,9 @@ def reset_accelerator() -> None:
     Objects that captured the old accelerator keep it. Not meant to race with
     :func:`get_accelerator` calls on other threads.
     """
-    global _active, _decision, _registry
     with _lock:
-        get_accelerator.__code__ = _SELECTING_CODE  # first, so that every new call selects again
-        _active = _decision = _registry = None
+        _install(None, None)
+        plugins.forget_registry()
 
 
 def detect() -> DetectionReport:
@@ -152,19 +151,11 @@ def detect() -> DetectionReport:
         return DetectionReport.from_decision(_decision)
 
 
-def registry() -> plugins.Registry:
-    """The plugin registry of this process (discovered on first use)."""
-    with _lock:
-        return _get_registry(Settings.from_environ())
+registry = plugins.registry
+"""The plugin registry of this process (owned by :mod:`accelhal.plugins`)."""
 
 
 # ---------------------------------------------------------------------------- internals
-def _get_registry(settings: Settings) -> plugins.Registry:
-    global _registry
-    if _registry is None:
-        _registry = plugins.discover(settings)
-    return _registry
-
 
 def _settings_for_forcing(name: str) -> Settings:
     from accelhal.settings import parse_backend_name
@@ -174,7 +165,6 @@ def _settings_for_forcing(name: str) -> Settings:
 
 
 def _select() -> Accelerator:
-    global _decision
     if getattr(_selecting, "active", False):
         raise AccelhalError(
             "get_accelerator() was called while the accelerator is being selected (from a probe or "
@@ -196,17 +186,17 @@ def _select() -> Accelerator:
             else:
                 decision, instance = _decide_cascade(settings, probed)
         except AccelhalError as exc:
-            _decision = _failed_decision(exc, probed)
+            _install(None, _failed_decision(exc, probed))
             raise
         finally:
             _selecting.active = False
         decision.seconds = time.perf_counter() - started
-        _cache(instance, decision)
+        _install(instance, decision)
         return instance
 
 
 def _failed_decision(exc: AccelhalError, probed: list[CandidateRecord]) -> Decision:
-    reg = _registry
+    reg = plugins.current_registry()
     return Decision(
         chosen=None,
         rule="error",
@@ -271,14 +261,17 @@ def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
     spec = registration.spec
     try:
-        from accelhal.contract import contract_problems  # imports torch, which may itself fail to import
+        from accelhal.validation import (  # imports torch, which may itself fail to import
+            contract_problems,
+            identity_problems,
+        )
 
         cls = spec.load_class()
     except Exception as exc:
         raise PluginError(
             registration.plugin.name, "import", f"{spec.accelerator_path}: {plugins.describe_exception(exc)}"
         ) from exc
-    problems = contract_problems(cls)
+    problems = contract_problems(cls) or identity_problems(spec, cls)
     if problems:
         raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
     try:
@@ -294,7 +287,7 @@ def _decide_forced(
     settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
 ) -> tuple[Decision, Accelerator]:
     """Resolve a backend forced by name; ``probed`` collects its record even when this raises."""
-    reg = _get_registry(settings)
+    reg = plugins.registry(settings)
     registration = reg.backends.get(name)
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
@@ -341,7 +334,7 @@ def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[C
 
 def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[Decision, Accelerator]:
     """Probe every registered backend and take the available one of highest priority."""
-    reg = _get_registry(settings)
+    reg = plugins.registry(settings)
     records = [_run_probe(registration) for registration in reg.ordered()]
     probed.extend(records)
     chosen: Accelerator | None = None
@@ -359,7 +352,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
             chosen_record = record
         except PluginError as exc:
             record.status, record.reason = Status.INVALID, f"{exc.stage} failed: {exc.detail}"
-            reg.fail(exc.plugin, exc.stage, exc.detail, record.name)
+            reg.fail(exc.plugin, exc.stage, exc.detail, record.name)  # raises under strict mode
     if chosen is None or chosen_record is None:
         raise BackendUnavailableError("cpu", "no backend is available, not even the cpu fallback")
     summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
@@ -388,7 +381,8 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
 
 
 def _check_instance(accelerator: object) -> Accelerator:
-    from accelhal.contract import Accelerator, contract_problems
+    from accelhal.contract import Accelerator
+    from accelhal.validation import contract_problems
 
     if not isinstance(accelerator, Accelerator):
         raise ContractError(

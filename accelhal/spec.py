@@ -28,10 +28,22 @@ from __future__ import annotations
 import enum
 import importlib
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accelhal._record import field, record
+from accelhal.probing import device_module_probe
+from accelhal.verdict import Probe, Status, Verdict
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "NAME_PATTERN",
+    "SUPPORTED_CONTRACT_VERSIONS",
+    "BackendSpec",
+    "Capability",
+    "Probe",
+    "Status",
+    "Verdict",
+]
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
@@ -50,25 +62,6 @@ SUPPORTED_CONTRACT_VERSIONS: tuple[int, ...] = (1,)
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
 """A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_``."""
-
-
-class Status(str, enum.Enum):
-    """The outcome of probing one backend, or why it was never probed."""
-
-    AVAILABLE = "available"
-    """The runtime is installed and sees at least one device."""
-    NOT_INSTALLED = "not-installed"
-    """A required module is missing (found with ``importlib.util.find_spec``, nothing imported)."""
-    NO_DEVICE = "no-device"
-    """The runtime imports but sees no device."""
-    BROKEN = "broken"
-    """The runtime is installed but fails to load (e.g. ``torch_npu`` without the Ascend libraries)."""
-    PROBE_ERROR = "probe-error"
-    """The probe itself raised; the exception is in the reason."""
-    INVALID = "invalid"
-    """The backend's accelerator class failed validation (missing members, bad contract version)."""
-    NOT_PROBED = "not-probed"
-    """Selection was decided without probing this backend (an override named another)."""
 
 
 class Capability(str, enum.Enum):
@@ -97,58 +90,6 @@ class Capability(str, enum.Enum):
 
 
 @record(frozen=True)
-class Verdict:
-    """What a probe found: a :class:`Status`, a human-readable reason and an optional hint.
-
-    Build one with the named constructors::
-
-        Verdict.available("2 device(s) visible")
-        Verdict.no_device("torch.cuda.device_count() == 0")
-        Verdict.broken("import torch_npu failed: ImportError: libhccl.so", hint="source set_env.sh")
-    """
-
-    status: Status
-    reason: str
-    hint: str | None = None
-
-    @property
-    def is_available(self) -> bool:
-        """True when the backend can be used."""
-        return self.status is Status.AVAILABLE
-
-    @classmethod
-    def available(cls, reason: str = "available") -> Verdict:
-        """The backend can be used."""
-        return cls(Status.AVAILABLE, reason)
-
-    @classmethod
-    def not_installed(cls, reason: str, hint: str | None = None) -> Verdict:
-        """A required module is missing."""
-        return cls(Status.NOT_INSTALLED, reason, hint)
-
-    @classmethod
-    def no_device(cls, reason: str, hint: str | None = None) -> Verdict:
-        """The runtime loads but sees no device."""
-        return cls(Status.NO_DEVICE, reason, hint)
-
-    @classmethod
-    def broken(cls, reason: str, hint: str | None = None) -> Verdict:
-        """The runtime is installed but fails to load."""
-        return cls(Status.BROKEN, reason, hint)
-
-
-Probe = Callable[[], Verdict]
-"""A zero-argument callable that says whether a backend is usable here.
-
-A probe must be cheap and honest: check for modules with ``importlib.util.find_spec``
-before importing them, answer "no device" when the runtime imports but sees none, and
-never create a device context (after probing, a process can still fork and use the
-device in the child). An exception escaping a probe is caught by the selection and
-reported as :attr:`Status.PROBE_ERROR`; it never crashes selection.
-"""
-
-
-@record(frozen=True)
 class BackendSpec:
     """One backend, as a plugin registers it through ``accelhal_register_backends``.
 
@@ -163,6 +104,11 @@ class BackendSpec:
             ``importlib.util.find_spec`` before the probe runs.
         comm_backend: the ``torch.distributed`` backend name (``"nccl"``, ``"hccl"``, ``"gloo"``).
         visible_devices_envs: the variables that restrict which devices a process sees.
+        package: the package imported first, which registers the device module
+            (``"torch_npu"``; ``"torch"`` for torch's own modules); device-module backends only.
+        module: the dotted device module (``"torch.npu"``); device-module backends only.
+        hint: what to do when the backend is missing, broken or sees no device (one sentence).
+        export_envs: prefixes of the variables a multi-node launcher forwards to remote ranks.
         replaces: the name of a registered backend this one deliberately takes over.
             Registering a taken name without it is a conflict: the first registration wins.
         contract_version: the :data:`CONTRACT_VERSION` the backend was written for.
@@ -177,6 +123,10 @@ class BackendSpec:
     requires: tuple[str, ...] = ()
     comm_backend: str = "gloo"
     visible_devices_envs: tuple[str, ...] = ()
+    package: str | None = None
+    module: str | None = None
+    hint: str = ""
+    export_envs: tuple[str, ...] = ()
     replaces: str | None = None
     contract_version: int = CONTRACT_VERSION
     description: str = ""
@@ -206,13 +156,53 @@ class BackendSpec:
             problems.append(f"probe must be callable, got {self.probe!r}")
         if isinstance(self.requires, str) or not all(isinstance(m, str) and m for m in self.requires):
             problems.append(f"requires must be a tuple of module names, got {self.requires!r}")
-        if isinstance(self.visible_devices_envs, str):
-            problems.append("visible_devices_envs must be a tuple of variable names, not a string")
+        for name in ("visible_devices_envs", "export_envs"):
+            if isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a tuple of variable names, not a string")
         if self.replaces is not None and not NAME_PATTERN.fullmatch(str(self.replaces)):
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):
             problems.append(f"contract_version must be an int, got {self.contract_version!r}")
         return problems
+
+    @classmethod
+    def for_device_module(
+        cls,
+        name: str,
+        *,
+        priority: int,
+        package: str = "torch",
+        module: str | None = None,
+        device_type: str | None = None,
+        accelerator: str | type[Accelerator] = "accelhal.device_module:DeviceModuleAccelerator",
+        count: str = "device_count",
+        **fields: Any,
+    ) -> BackendSpec:
+        """The whole declaration of a backend over a torch.cuda-shaped device module.
+
+        The probe counts devices with ``<module>.<count>()`` after importing ``package``;
+        the accelerator class defaults to :class:`~accelhal.device_module.DeviceModuleAccelerator`
+        bound to this spec (a subclass is needed only where behaviour differs). Other
+        ``fields`` are :class:`BackendSpec`'s (``comm_backend``, ``visible_devices_envs``, ``hint``, ...).
+
+        >>> spec = BackendSpec.for_device_module("mydev", priority=250, package="torch_mydev")
+        >>> spec.module, spec.requires
+        ('torch.mydev', ('torch', 'torch_mydev'))
+        """
+        module = module or f"torch.{name}"
+        hint = str(fields.get("hint", ""))
+        requires = tuple(dict.fromkeys(("torch", package.partition(".")[0])))
+        return cls(
+            name=name,
+            device_type=device_type or name,
+            priority=priority,
+            accelerator=accelerator,
+            probe=device_module_probe(package, module, hint, count),
+            requires=requires,
+            package=package,
+            module=module,
+            **fields,
+        )
 
     @property
     def accelerator_path(self) -> str:
@@ -222,7 +212,12 @@ class BackendSpec:
         return f"{self.accelerator.__module__}:{self.accelerator.__qualname__}"
 
     def load_class(self) -> type[Accelerator]:
-        """Import (once) and return the accelerator class; errors propagate to the caller."""
+        """Import (once) and return the accelerator class; errors propagate to the caller.
+
+        A class that declares no identity of its own (no ``spec``, no ``_name``, such as
+        :class:`~accelhal.device_module.DeviceModuleAccelerator` itself) is bound to this
+        spec: the result is a subclass of it whose ``spec`` is this one.
+        """
         if self._class_cache:
             return self._class_cache[0]
         if isinstance(self.accelerator, str):
@@ -235,5 +230,7 @@ class BackendSpec:
             cls: type[Accelerator] = obj
         else:
             cls = self.accelerator
+        if getattr(cls, "spec", None) is None and not getattr(cls, "_name", ""):
+            cls = type(f"{self.name.capitalize()}Accelerator", (cls,), {"spec": self, "__module__": cls.__module__})
         self._class_cache.append(cls)
         return cls

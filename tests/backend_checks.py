@@ -17,9 +17,10 @@ from collections.abc import Callable
 import torch
 
 import accelhal
-from accelhal.contract import Accelerator, contract_problems
+from accelhal.contract import Accelerator
 from accelhal.selection import registry
 from accelhal.spec import Capability
+from accelhal.validation import contract_problems
 
 Check = Callable[[Accelerator], None]
 CHECKS: dict[str, Check] = {}

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import accelhal
-from accelhal.contract import contract_problems
 from accelhal.errors import BackendUnavailableError
 from accelhal.selection import registry
 from accelhal.spec import Status
+from accelhal.validation import contract_problems
 from tests.backend_checks import run_checks
 
 EXPECTED = {

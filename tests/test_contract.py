@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from accelhal.contract import Accelerator, _parameter_names, contract_problems
+from accelhal.contract import Accelerator
 from accelhal.spec import CONTRACT_VERSION
+from accelhal.validation import _parameter_names, contract_problems
 
 REFERENCE = Path(__file__).parent / "data" / "deepspeed-0.19.8-contract.md"
 ROW = re.compile(r"^\| `(?P<name>\w+)` \| (?P<kind>\w+) \| (?P<abstract>yes|no) \| `(?P<signature>.*)` \|$")

@@ -54,7 +54,7 @@ def test_launcher_variables_are_validated(cpu: Accelerator, monkeypatch: pytest.
         cpu.current_device()
     monkeypatch.setenv("LOCAL_RANK", "0")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "0")
-    with pytest.raises(ConfigurationError, match="LOCAL_WORLD_SIZE must be a positive integer"):
+    with pytest.raises(ConfigurationError, match="LOCAL_WORLD_SIZE must be an integer >= 1"):
         cpu.device_count()
     monkeypatch.delenv("LOCAL_WORLD_SIZE")
     assert cpu.device_count() >= 1  # NUMA nodes with CPUs

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from accelhal.distributed.launch_env import LAUNCHERS, read_launch_env
 from accelhal.errors import ConfigurationError, DistributedSetupError
+from accelhal.launcher import LAUNCHERS, read_launch_env
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
 

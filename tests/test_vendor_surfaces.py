@@ -8,29 +8,23 @@ the vendors' public sources, as each file says).
 
 from __future__ import annotations
 
-import importlib
 import json
 
 import pytest
 
+from accelhal import plugins
 from accelhal.device_module import DeviceModuleAccelerator
+from accelhal.settings import Settings
 from accelhal.testing.simulated import SURFACES, VENDORS, load_surface, surface_names
 from tests.vendor_calls import vendor_attributes
 
-BACKENDS = {
-    "cuda": ("CudaAccelerator", "torch.cuda"),
-    "xpu": ("XpuAccelerator", "torch.xpu"),
-    "npu": ("NpuAccelerator", "torch.npu"),
-    "hpu": ("HpuAccelerator", "habana_frameworks.torch.hpu"),
-    "mlu": ("MluAccelerator", "torch.mlu"),
-    "sdaa": ("SdaaAccelerator", "torch.sdaa"),
-    "mps": ("MpsAccelerator", "torch.mps"),
-}
+SPECS = {r.spec.name: r.spec for r in plugins.discover(Settings()).ordered() if r.plugin.builtin and r.spec.module}
+"""The built-in device-module backends, by name (identity read from their specs)."""
 
 
 def backend_class(name: str) -> type[DeviceModuleAccelerator]:
-    module = importlib.import_module(f"accelhal_backends.{name}.accelerator")
-    cls: type[DeviceModuleAccelerator] = getattr(module, BACKENDS[name][0])
+    cls = SPECS[name].load_class()
+    assert issubclass(cls, DeviceModuleAccelerator)
     return cls
 
 
@@ -54,10 +48,10 @@ def missing_from_surface(used: set[str], surface: dict[str, dict[str, object]]) 
     return missing
 
 
-@pytest.mark.parametrize("name", sorted(BACKENDS))
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_every_vendor_attribute_a_backend_touches_is_in_the_recorded_surface(name: str) -> None:
     cls = backend_class(name)
-    assert cls._module_name == BACKENDS[name][1]
+    assert cls._module_name == SPECS[name].module
     used = vendor_attributes(cls)
     assert len(used) >= 10, used  # the collector found the backend's calls
     assert missing_from_surface(used, surface_for(cls._module_name)) == []

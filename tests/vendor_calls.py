@@ -2,7 +2,8 @@
 
 A backend reaches its module as ``self._m`` (the device module) and ``self._rng`` (the
 module's RNG namespace); the members it binds directly are listed by
-``DeviceModuleAccelerator.bound_members()``. Only the methods the class really resolves to
+``DeviceModuleAccelerator.bound_members()``. What the class looks for before using it
+(``device_module.LOOKED_FOR``, the range modules) is left out. Only the methods the class really resolves to
 are read (an override hides the base method it replaces), so the result is what this
 backend calls, not what its neighbours call.
 """
@@ -13,7 +14,7 @@ import ast
 import inspect
 import textwrap
 
-from accelhal.device_module import DeviceModuleAccelerator
+from accelhal.device_module import LOOKED_FOR, RANGE_MODULES, DeviceModuleAccelerator
 
 
 def _chain(node: ast.expr, aliases: dict[str, list[str]]) -> list[str] | None:
@@ -64,8 +65,6 @@ def vendor_attributes(cls: type[DeviceModuleAccelerator]) -> set[str]:
             rooted = (*rng_prefix, *chain[1:]) if chain[0] == "_rng" else chain[1:]
             names.add(".".join(rooted[: 2 if rooted[0] == cls._rng_namespace else 1]))
     for name, where in cls.bound_members().items():
-        names.add(name if where == "module" or cls._rng_namespace is None else f"{cls._rng_namespace}.{name}")
-    for dynamic in (getattr(cls, "_graph_class", None), cls._ranges_module):
-        if dynamic:
-            names.add(dynamic)
-    return names
+        names.add(name if where == "_m" or cls._rng_namespace is None else f"{cls._rng_namespace}.{name}")
+    # found by looking: used only where the module has them, so they need not be in every surface
+    return names - set(LOOKED_FOR) - set(RANGE_MODULES)

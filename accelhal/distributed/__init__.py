@@ -16,26 +16,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from accelhal.distributed.checks import CheckResult, selfcheck
-    from accelhal.distributed.launch_env import (
-        LAUNCHERS,
-        LaunchEnv,
-        Launcher,
-        export_envs,
-        read_launch_env,
-        set_visible_devices_envs,
-    )
+    from accelhal.distributed.child_env import export_envs, set_visible_devices_envs
     from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
+    from accelhal.launcher import LAUNCHERS, LaunchEnv, Launcher, read_launch_env
 
 _EXPORTS: dict[str, str] = {
     "init_process_group": "accelhal.distributed.process_group",
     "destroy_process_group": "accelhal.distributed.process_group",
     "ProcessGroupSetup": "accelhal.distributed.process_group",
-    "read_launch_env": "accelhal.distributed.launch_env",
-    "LaunchEnv": "accelhal.distributed.launch_env",
-    "Launcher": "accelhal.distributed.launch_env",
-    "LAUNCHERS": "accelhal.distributed.launch_env",
-    "set_visible_devices_envs": "accelhal.distributed.launch_env",
-    "export_envs": "accelhal.distributed.launch_env",
+    "read_launch_env": "accelhal.launcher",
+    "LaunchEnv": "accelhal.launcher",
+    "Launcher": "accelhal.launcher",
+    "LAUNCHERS": "accelhal.launcher",
+    "set_visible_devices_envs": "accelhal.distributed.child_env",
+    "export_envs": "accelhal.distributed.child_env",
     "selfcheck": "accelhal.distributed.checks",
     "CheckResult": "accelhal.distributed.checks",
 }

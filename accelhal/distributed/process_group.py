@@ -41,8 +41,8 @@ import torch
 import torch.distributed as dist
 
 from accelhal.contract import Accelerator
-from accelhal.distributed.launch_env import TORCH_VARIABLES, LaunchEnv, read_launch_env
 from accelhal.errors import DistributedSetupError
+from accelhal.launcher import TORCH_VARIABLES, LaunchEnv, read_launch_env
 
 HOST_BACKENDS = frozenset({"gloo", "mpi"})
 """Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""

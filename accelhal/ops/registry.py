@@ -23,7 +23,7 @@ from typing import Any
 
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.ops.builder import Compatibility, OpBuilder
-from accelhal.plugins import Registry, describe_exception
+from accelhal.plugins import Registry, describe_exception, registry
 from accelhal.spec import NAME_PATTERN
 
 
@@ -82,8 +82,6 @@ _lock = threading.Lock()
 def _resolved() -> _Resolved:
     """The builders registered so far, asking any plugin not asked yet."""
     global _state
-    from accelhal.selection import registry
-
     current = registry()
     with _lock:
         if _state is None or _state.registry is not current:

@@ -25,11 +25,9 @@ def use_accelerator(accelerator: Accelerator | str) -> Iterator[Accelerator]:
     """
     from accelhal import selection
 
-    with selection._lock:
-        previous = (selection._active, selection._decision)
-        active = selection.set_accelerator(accelerator)
+    saved = selection.snapshot()
+    active = selection.set_accelerator(accelerator)
     try:
         yield active
     finally:
-        with selection._lock:
-            selection._active, selection._decision = previous
+        selection.restore(saved)

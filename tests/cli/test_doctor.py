@@ -78,6 +78,7 @@ ACTIVE_PLUGIN = """
 
     class StagedActive(CpuAccelerator):
         _name = "staged_active"
+        _visible_devices_envs = ("STAGED_ACTIVE_VISIBLE_DEVICES",)
 
     @hookimpl
     def accelhal_register_backends(register):

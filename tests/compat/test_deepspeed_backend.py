@@ -12,8 +12,8 @@ import pytest
 
 from accelhal import Verdict
 from accelhal.compat.deepspeed import backend_from_deepspeed
-from accelhal.contract import contract_problems
 from accelhal.errors import ContractError
+from accelhal.validation import contract_problems
 from tests.compat import requires_deepspeed
 from tests.conftest import InstallDistribution
 

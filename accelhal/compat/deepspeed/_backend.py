@@ -21,9 +21,11 @@ from typing import Any, ClassVar
 
 import torch
 
+from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import deepspeed_base, deepspeed_members
-from accelhal.contract import Accelerator, _check_index, contract_members
+from accelhal.contract import Accelerator
 from accelhal.errors import ContractError, UnsupportedFeatureError
+from accelhal.validation import contract_members
 
 _RETURNS: dict[str, frozenset[str]] = {
     "int": frozenset(
@@ -154,7 +156,7 @@ class DeepSpeedBackedAccelerator(Accelerator):
         value = self.deepspeed_accelerator.device(device_index)
         if isinstance(value, torch.device):
             return value
-        index = None if device_index is None else _check_index(device_index)
+        index = None if device_index is None else check_device_index(device_index)
         return torch.device(self.device_name(index))
 
 

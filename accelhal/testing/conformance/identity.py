@@ -6,9 +6,10 @@ import inspect
 
 import pytest
 
-from accelhal.contract import Accelerator, contract_problems
+from accelhal.contract import Accelerator
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, Capability
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
+from accelhal.validation import contract_problems
 
 PUBLIC_MEMBERS = sorted(
     name for klass in Accelerator.__mro__ for name in vars(klass) if not name.startswith("_") or name == "_name"

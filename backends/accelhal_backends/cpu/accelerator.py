@@ -23,8 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from accelhal.contract import Accelerator, _check_index, local_rank_from_env
+from accelhal import launcher
+from accelhal.arguments import check_device_in_range, check_device_index, check_seed
+from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError
+from accelhal_backends.cpu import SPEC
 
 if TYPE_CHECKING:
     import psutil
@@ -41,27 +44,10 @@ def _numa_nodes_with_cpus() -> int:
     return max(1, len(nodes))
 
 
-def _local_size() -> int | None:
-    for variable in ("LOCAL_SIZE", "LOCAL_WORLD_SIZE"):
-        raw = os.environ.get(variable, "").strip()
-        if not raw:
-            continue
-        if not raw.isdigit() or int(raw) == 0:
-            raise ConfigurationError(
-                f"{variable} must be a positive integer as set by a launcher, got {raw!r}",
-                variable=variable,
-                value=raw,
-            )
-        return int(raw)
-    return None
-
-
 class CpuAccelerator(Accelerator):
     """The host CPU behind the accelhal contract."""
 
-    _name = "cpu"
-    device_type = "cpu"
-    _communication_backend_name = "gloo"
+    spec = SPEC
     _is_synchronized_device = True
     _uses_host_timers = True
     _resolves_data_dependency = True
@@ -78,18 +64,23 @@ class CpuAccelerator(Accelerator):
         self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
         self._device_index: int | None = None
         self._peak_rss = 0
+        self._numa_nodes: int | None = None
+
+    def _check(self, device_index: object, member: str) -> int:
+        """``device_index`` as an int below :meth:`device_count`, else an error naming ``member``."""
+        return check_device_in_range(check_device_index(device_index, member), self.device_count(), member)
 
     # -------------------------------------------------------------- devices
     def device_name(self, device_index: int | None = None) -> str:
         """Always ``"cpu"``: torch's CPU device has no index (an index is still validated)."""
         if device_index is not None:
-            _check_index(device_index)
+            self._check(device_index, "device_name")
         return "cpu"
 
     def device(self, device_index: int | None = None) -> torch.device:
         """``torch.device("cpu")``."""
         if device_index is not None:
-            _check_index(device_index)
+            self._check(device_index, "device")
         return torch.device("cpu")
 
     def current_device_name(self) -> str:
@@ -98,26 +89,42 @@ class CpuAccelerator(Accelerator):
 
     def set_device(self, device_index: int) -> None:
         """Bind this process to local rank ``device_index`` (must be below :meth:`device_count`)."""
-        index = _check_index(device_index)
-        count = self.device_count()
-        if index >= count:
-            raise ValueError(f"cpu device index {index} is out of range: device_count() is {count}")
-        self._device_index = index
+        self._device_index = self._check(device_index, "set_device")
 
     def current_device(self) -> int:
-        """The index given to :meth:`set_device`, else the launcher's ``LOCAL_RANK``, else 0."""
+        """The index given to :meth:`set_device`, else the launcher's local rank, else 0.
+
+        A local rank outside ``range(device_count())`` raises, naming the variable that set it.
+        """
         if self._device_index is not None:
             return self._device_index
-        rank = local_rank_from_env()
-        return 0 if rank is None else rank
+        found = launcher.local_rank()
+        if found is None:
+            return 0
+        rank, variable = found
+        count = self.device_count()
+        if rank >= count:
+            raise ConfigurationError(
+                f"{variable}={rank} is not below the cpu backend's device_count() of {count}; a launcher sets "
+                f"{variable} below its local world size ({' or '.join(launcher.LOCAL_SIZE_VARIABLES[:2])})",
+                variable=variable,
+                value=str(rank),
+            )
+        return rank
 
     def device_count(self) -> int:
-        """``LOCAL_SIZE`` or ``LOCAL_WORLD_SIZE`` when a launcher set one, else NUMA nodes with CPUs."""
-        size = _local_size()
-        return _numa_nodes_with_cpus() if size is None else size
+        """The launcher's local world size (``LOCAL_SIZE``, ``LOCAL_WORLD_SIZE``, ...), else NUMA nodes with CPUs."""
+        found = launcher.local_size()
+        if found is not None:
+            return found[0]
+        if self._numa_nodes is None:
+            self._numa_nodes = _numa_nodes_with_cpus()
+        return self._numa_nodes
 
     def synchronize(self, device_index: int | None = None) -> None:
-        """Nothing to wait for: CPU work is synchronous."""
+        """Nothing to wait for: CPU work is synchronous (an index is still validated)."""
+        if device_index is not None:
+            self._check(device_index, "synchronize")
 
     def is_available(self) -> bool:
         """Always True."""
@@ -131,22 +138,22 @@ class CpuAccelerator(Accelerator):
     def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
         """Restore torch's CPU generator (one generator for every local rank)."""
         if device_index is not None:
-            _check_index(device_index)
+            self._check(device_index, "set_rng_state")
         torch.set_rng_state(new_state)
 
     def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
         """The state of torch's CPU generator."""
         if device_index is not None:
-            _check_index(device_index)
+            self._check(device_index, "get_rng_state")
         return torch.get_rng_state()
 
     def manual_seed(self, seed: int) -> None:
         """Seed torch's CPU generator."""
-        torch.manual_seed(seed)
+        torch.manual_seed(check_seed(seed, "manual_seed"))
 
     def manual_seed_all(self, seed: int) -> None:
         """Seed torch's CPU generator (the only one)."""
-        torch.manual_seed(seed)
+        torch.manual_seed(check_seed(seed, "manual_seed_all"))
 
     def initial_seed(self) -> int:
         """The initial seed of torch's CPU generator."""
@@ -154,7 +161,7 @@ class CpuAccelerator(Accelerator):
 
     def default_generator(self, device_index: int) -> torch.Generator:
         """``torch.default_generator``."""
-        _check_index(device_index)
+        self._check(device_index, "default_generator")
         return torch.default_generator
 
     # -------------------------------------------------------------- memory (the process's resident set)
@@ -173,6 +180,8 @@ class CpuAccelerator(Accelerator):
 
     def memory_allocated(self, device_index: int | None = None) -> int:
         """The process's resident set size in bytes."""
+        if device_index is not None:
+            self._check(device_index, "memory_allocated")
         current = self._rss()
         self._peak_rss = max(self._peak_rss, current)
         return current

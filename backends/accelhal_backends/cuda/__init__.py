@@ -8,22 +8,16 @@ child can use the GPU.
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="cuda",
-    device_type="cuda",
+SPEC = BackendSpec.for_device_module(
+    "cuda",
     priority=300,
     accelerator="accelhal_backends.cuda.accelerator:CudaAccelerator",
-    probe=device_module_probe(
-        "torch",
-        "torch.cuda",
-        hint="install a CUDA (or ROCm) build of torch and check the driver with nvidia-smi (rocm-smi)",
-    ),
-    requires=("torch",),
     comm_backend="nccl",
     visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
+    export_envs=("NCCL",),
+    hint="Install a CUDA (or ROCm) build of torch and check the driver with nvidia-smi (rocm-smi).",
     description="NVIDIA GPUs (CUDA) and AMD GPUs (ROCm/HIP) through torch.cuda; NCCL/RCCL collectives",
 )
 

@@ -24,27 +24,22 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import DEVICE_CAPABILITIES, GraphDeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
 from accelhal.spec import Capability
+from accelhal_backends.cuda import SPEC
 
 
 def _is_hip() -> bool:
     return torch.version.hip is not None
 
 
-class CudaAccelerator(GraphDeviceModuleAccelerator):
+class CudaAccelerator(DeviceModuleAccelerator):
     """NVIDIA and AMD GPUs through ``torch.cuda``."""
 
-    _name = "cuda"
-    device_type = "cuda"
-    _module_name = "torch.cuda"
-    _install_hint = "install a CUDA or ROCm build of torch"
-    _graph_class = "CUDAGraph"
+    spec = SPEC
+
     _bf16_excludes_emulation = True
-    _communication_backend_name = "nccl"
-    _visible_devices_envs = ("CUDA_VISIBLE_DEVICES",)
-    _export_envs = ("NCCL",)
-    capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS, Capability.HOST_REGISTRATION, Capability.RANGES}
+    capabilities = DEVICE_CAPABILITIES | {Capability.HOST_REGISTRATION}
 
     supports_nvtx_domain = importlib.util.find_spec("nvtx") is not None
     """True where the ``nvtx`` package (NVTX domains) is installed; found without importing it."""

@@ -7,22 +7,17 @@ written and deterministic algorithms are not switched on (DeepSpeed's backend di
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="hpu",
-    device_type="hpu",
+SPEC = BackendSpec.for_device_module(
+    "hpu",
     priority=500,
+    package="habana_frameworks.torch.hpu",
+    module="habana_frameworks.torch.hpu",
     accelerator="accelhal_backends.hpu.accelerator:HpuAccelerator",
-    probe=device_module_probe(
-        "habana_frameworks.torch.hpu",
-        "habana_frameworks.torch.hpu",
-        hint="install the Intel Gaudi software stack (habana-torch-plugin) and check the devices with hl-smi",
-    ),
-    requires=("torch", "habana_frameworks"),
     comm_backend="hccl",
     visible_devices_envs=("HABANA_VISIBLE_MODULES",),
+    hint="Install the Intel Gaudi software stack (habana-torch-plugin) and check the devices with hl-smi.",
     description="Intel Gaudi through habana_frameworks.torch.hpu; HCCL collectives",
 )
 

@@ -20,33 +20,19 @@ from typing import Any
 
 import torch
 
-from accelhal.contract import Accelerator
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator, GraphDeviceModuleAccelerator
-from accelhal.spec import Capability
+from accelhal.device_module import DeviceModuleAccelerator
+from accelhal_backends.hpu import SPEC
 
 
-class HpuAccelerator(GraphDeviceModuleAccelerator):
+class HpuAccelerator(DeviceModuleAccelerator):
     """Intel Gaudi through ``habana_frameworks.torch.hpu``."""
 
-    _name = "hpu"
-    device_type = "hpu"
-    _vendor_package = "habana_frameworks.torch.hpu"
-    _module_name = "habana_frameworks.torch.hpu"
-    _install_hint = "install the Intel Gaudi software stack (habana-torch-plugin)"
+    spec = SPEC
+
     _rng_namespace = "random"
-    _graph_class = "HPUGraph"
-    available_memory = DeviceModuleAccelerator.available_memory_from_allocator
-    _communication_backend_name = "hccl"
-    _visible_devices_envs = ("HABANA_VISIBLE_MODULES",)
     _default_compile_backend = "hpu_backend"
     _resolves_data_dependency = True
     _handles_memory_backpressure = True
-    capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS}
-
-    # not in Gaudi's documented API: the contract's answers (lazy_call runs the callback now)
-    is_current_stream_capturing = Accelerator.is_current_stream_capturing
-    device_capability = Accelerator.device_capability
-    lazy_call = Accelerator.lazy_call
 
     def empty_cache(self) -> None:
         """Nothing to release: Gaudi's allocator keeps its pool."""

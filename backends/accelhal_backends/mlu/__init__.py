@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="mlu",
-    device_type="mlu",
+SPEC = BackendSpec.for_device_module(
+    "mlu",
     priority=400,
+    package="torch_mlu",
     accelerator="accelhal_backends.mlu.accelerator:MluAccelerator",
-    probe=device_module_probe(
-        "torch_mlu",
-        "torch.mlu",
-        hint="set NEUWARE_HOME and LD_LIBRARY_PATH to the Cambricon Neuware SDK; check the devices with cnmon",
-    ),
-    requires=("torch", "torch_mlu"),
     comm_backend="cncl",
     visible_devices_envs=("MLU_VISIBLE_DEVICES",),
+    export_envs=("NEUWARE_HOME", "CNCL", "LD_LIBRARY", "PATH"),
+    hint="Install torch_mlu and set NEUWARE_HOME and LD_LIBRARY_PATH to the Cambricon Neuware SDK; check the "
+    "devices with cnmon.",
     description="Cambricon MLUs through torch_mlu; CNCL collectives",
 )
 

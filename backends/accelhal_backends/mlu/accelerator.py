@@ -8,25 +8,14 @@ member keeps the contract's signature (``initial_seed()`` without a ``seed`` arg
 
 from __future__ import annotations
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator, GraphDeviceModuleAccelerator
-from accelhal.spec import Capability
+from accelhal.device_module import DeviceModuleAccelerator
+from accelhal_backends.mlu import SPEC
 
 
-class MluAccelerator(GraphDeviceModuleAccelerator):
+class MluAccelerator(DeviceModuleAccelerator):
     """Cambricon MLUs through ``torch.mlu``."""
 
-    _name = "mlu"
-    device_type = "mlu"
-    _vendor_package = "torch_mlu"
-    _module_name = "torch.mlu"
-    _install_hint = "install torch_mlu and the Cambricon Neuware SDK"
-    _graph_class = "MLUGraph"
-    _ranges_module = "cnpx"
-    available_memory = DeviceModuleAccelerator.available_memory_from_allocator
-    _communication_backend_name = "cncl"
-    _visible_devices_envs = ("MLU_VISIBLE_DEVICES",)
-    _export_envs = ("NEUWARE_HOME", "CNCL", "LD_LIBRARY", "PATH")
-    capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS, Capability.RANGES}
+    spec = SPEC
 
     def is_triton_supported(self) -> bool:
         """True where a device is visible (Cambricon ships Triton for MLU)."""

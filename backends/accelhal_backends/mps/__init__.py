@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="mps",
-    device_type="mps",
+SPEC = BackendSpec.for_device_module(
+    "mps",
     priority=600,
     accelerator="accelhal_backends.mps.accelerator:MpsAccelerator",
-    probe=device_module_probe(
-        "torch", "torch.mps", hint="MPS needs macOS 12.3+ on Apple silicon (or an AMD GPU) and a macOS build of torch"
-    ),
-    requires=("torch",),
-    comm_backend="gloo",
+    hint="MPS needs macOS 12.3+ on Apple silicon (or an AMD GPU) and a macOS build of torch.",
     description="Apple-silicon GPUs through torch.mps; gloo collectives",
 )
 

@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 
-from accelhal.contract import Accelerator, _check_index
+from accelhal.arguments import check_device_index
+from accelhal.contract import Accelerator
 from accelhal.device_module import DeviceModuleAccelerator
 from accelhal.spec import Capability
+from accelhal_backends.mps import SPEC
 
 
 def _macos_major() -> int:
@@ -34,11 +36,8 @@ def _macos_major() -> int:
 class MpsAccelerator(DeviceModuleAccelerator):
     """Apple-silicon GPUs through ``torch.mps``."""
 
-    _name = "mps"
-    device_type = "mps"
-    _module_name = "torch.mps"
-    _install_hint = "use a macOS build of torch on Apple silicon"
-    _communication_backend_name = "gloo"
+    spec = SPEC
+
     _is_synchronized_device = True
     _uses_host_timers = True
     _resolves_data_dependency = True
@@ -61,7 +60,7 @@ class MpsAccelerator(DeviceModuleAccelerator):
     # ------------------------------------------------------------------ one device
     def set_device(self, device_index: int) -> None:
         """Only device 0 exists; any other index raises ``ValueError``."""
-        if _check_index(device_index) != 0:
+        if check_device_index(device_index) != 0:
             raise ValueError(f"mps has one device (index 0), got device_index={device_index}")
 
     def current_device(self) -> int:

@@ -8,27 +8,21 @@ Fixed from DeepSpeed: ``supported_dtypes()`` lists bfloat16 only where
 
 from __future__ import annotations
 
-from accelhal.device_module import DEVICE_CAPABILITIES, GraphDeviceModuleAccelerator
+from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
 from accelhal.spec import Capability
+from accelhal_backends.npu import SPEC
 
 ACL_SUCCESS = 0
 ACL_HOST_REG_MAPPED = 0x2
 """Page-lock and map into the device; keeps full DMA bandwidth (needs 4 KiB-aligned addresses)."""
 
 
-class NpuAccelerator(GraphDeviceModuleAccelerator):
+class NpuAccelerator(DeviceModuleAccelerator):
     """Huawei Ascend NPUs through ``torch.npu``."""
 
-    _name = "npu"
-    device_type = "npu"
-    _vendor_package = "torch_npu"
-    _module_name = "torch.npu"
-    _install_hint = "install torch_npu and source the CANN toolkit's set_env.sh"
-    _graph_class = "NPUGraph"
-    _communication_backend_name = "hccl"
-    _visible_devices_envs = ("ASCEND_RT_VISIBLE_DEVICES",)
-    _export_envs = ("ASCEND", "HCCL", "LD_LIBRARY", "PATH")
-    capabilities = DEVICE_CAPABILITIES | {Capability.GRAPHS, Capability.HOST_REGISTRATION}
+    spec = SPEC
+
+    capabilities = DEVICE_CAPABILITIES | {Capability.HOST_REGISTRATION}
 
     def pin_memory_alignment(self) -> int:
         """4096: mapped registration needs page-aligned addresses."""

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="sdaa",
-    device_type="sdaa",
+SPEC = BackendSpec.for_device_module(
+    "sdaa",
     priority=700,
-    accelerator="accelhal_backends.sdaa.accelerator:SdaaAccelerator",
-    probe=device_module_probe(
-        "torch_sdaa", "torch.sdaa", hint="install torch_sdaa with the Tecorigin driver and runtime (TecoToolkit)"
-    ),
-    requires=("torch", "torch_sdaa"),
+    package="torch_sdaa",
     comm_backend="tccl",
     visible_devices_envs=("SDAA_VISIBLE_DEVICES",),
+    export_envs=("NCCL", "LD_LIBRARY", "PATH"),
+    hint="Install torch_sdaa with the Tecorigin driver and runtime (TecoToolkit).",
     description="Tecorigin SDAA accelerators through torch_sdaa; TCCL collectives",
 )
 

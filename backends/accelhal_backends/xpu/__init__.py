@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
-SPEC = BackendSpec(
-    name="xpu",
-    device_type="xpu",
+SPEC = BackendSpec.for_device_module(
+    "xpu",
     priority=900,
     accelerator="accelhal_backends.xpu.accelerator:XpuAccelerator",
-    probe=device_module_probe(
-        "torch", "torch.xpu", hint="install an XPU build of torch and Intel's GPU driver (check with xpu-smi)"
-    ),
-    requires=("torch",),
     comm_backend="xccl",
     visible_devices_envs=("ZE_AFFINITY_MASK",),
+    hint="Install an XPU build of torch and Intel's GPU driver (check the devices with xpu-smi).",
     description="Intel GPUs through torch.xpu; XCCL collectives",
 )
 

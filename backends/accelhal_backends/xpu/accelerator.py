@@ -13,18 +13,15 @@ import threading
 from typing import Any
 
 from accelhal.device_module import DeviceModuleAccelerator
+from accelhal_backends.xpu import SPEC
 
 
 class XpuAccelerator(DeviceModuleAccelerator):
     """Intel GPUs through ``torch.xpu``."""
 
-    _name = "xpu"
-    device_type = "xpu"
-    _module_name = "torch.xpu"
-    _install_hint = "install an XPU build of torch"
+    spec = SPEC
+
     _bf16_excludes_emulation = True
-    _communication_backend_name = "xccl"
-    _visible_devices_envs = ("ZE_AFFINITY_MASK",)
 
     def __init__(self) -> None:
         """Resolve ``torch.xpu``."""

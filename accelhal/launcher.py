@@ -22,7 +22,9 @@ Every value is checked: integers must be integers, ranks below sizes, the local 
 larger than the world, a rank given without its size is an error. A
 :class:`~accelhal.errors.DistributedSetupError` names the variable and what would be right.
 
-This module does not import torch; the two helpers at the end ask the active accelerator.
+Backends read their local placement with :func:`local_rank` and :func:`local_size`, which accept a
+local rank without a world (DeepSpeed's CPU convention) and DeepSpeed's ``LOCAL_SIZE``.
+This module imports neither torch nor any other part of accelhal but its errors.
 
 >>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
 ...                        "MASTER_ADDR": "node0", "MASTER_PORT": "29500"})
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from accelhal.errors import DistributedSetupError
@@ -269,26 +271,51 @@ def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
         )
 
 
-def set_visible_devices_envs(env: MutableMapping[str, str], device_ids: Sequence[int | str]) -> None:
-    """Write the active backend's visible-devices variables for a child process into ``env``.
+LOCAL_RANK_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.local_rank))
+"""Every variable a launcher sets to the process's index on its node, in the order they are read."""
 
-    Delegates to :meth:`accelhal.Accelerator.set_visible_devices_envs` of
-    :func:`accelhal.get_accelerator` (``CUDA_VISIBLE_DEVICES`` on cuda, nothing on cpu).
+LOCAL_SIZE_VARIABLES: tuple[str, ...] = (
+    "LOCAL_SIZE",  # DeepSpeed's CPU launcher
+    *dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.local_world_size),
+)
+"""Every variable a launcher sets to the number of processes on the node, in the order they are read."""
 
-    >>> child = dict(os.environ)
-    >>> set_visible_devices_envs(child, [2, 3])   # on cuda: child["CUDA_VISIBLE_DEVICES"] == "2,3"
+LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [
+            *(v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)),
+            *LOCAL_RANK_VARIABLES,
+            *LOCAL_SIZE_VARIABLES,
+            "SLURM_NODEID",
+            "MASTER_ADDR",
+            "MASTER_PORT",
+        ]
+    )
+)
+"""Every launcher variable this module reads."""
+
+
+def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
+    """The process's index on its node and the variable it came from; ``None`` when no launcher set one.
+
+    >>> local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2"})
+    (2, 'OMPI_COMM_WORLD_LOCAL_RANK')
     """
-    from accelhal.selection import get_accelerator
+    env = os.environ if environ is None else environ
+    name = _first(env, LOCAL_RANK_VARIABLES)
+    return None if name is None else (_parse_int(env, name, minimum=0), name)
 
-    get_accelerator().set_visible_devices_envs(env, device_ids)
 
+def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
+    """The number of processes on the node and the variable it came from; ``None`` when no launcher set one.
 
-def export_envs() -> list[str]:
-    """Prefixes of the variables a multi-node launcher should forward to remote ranks.
-
-    Delegates to :meth:`accelhal.Accelerator.export_envs` of :func:`accelhal.get_accelerator`
-    (for example ``["NCCL"]`` on cuda).
+    >>> local_size({"LOCAL_WORLD_SIZE": "4"})
+    (4, 'LOCAL_WORLD_SIZE')
     """
-    from accelhal.selection import get_accelerator
-
-    return get_accelerator().export_envs()
+    env = os.environ if environ is None else environ
+    name = _first(env, LOCAL_SIZE_VARIABLES)
+    if name is None:
+        return None
+    slurm = next(launcher for launcher in LAUNCHERS if launcher.source == "slurm")
+    launcher = slurm if name in slurm.local_world_size else LAUNCHERS[0]
+    return _parse_local_size(env, launcher, name), name

@@ -1,0 +1,129 @@
+"""The contract's fast paths: members whose answer is a backend's constant, compiled with it as a literal.
+
+DeepSpeed-style code calls the execution-model flags, ``device_name()`` and
+``communication_backend_name()`` many times per step. A method returning a literal costs
+a quarter of one reading an attribute through the instance (``benchmarks/members.py``
+holds these members to 1.10x a plain method returning the constant), so for each member
+of :data:`CONSTANT_MEMBERS` that a backend does not define itself, the class gets a
+method with the attribute's value in its code object's constants.
+
+The constants follow the attributes: :func:`bake` runs when a backend class is created,
+again when a baked attribute is assigned on the class (or on a base class it inherits the
+attribute from), and :func:`bake_instance` when one is assigned on an instance. This
+module is the only writer of baked members.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import operator
+import types
+from collections.abc import Callable
+from typing import Any
+
+from accelhal.text import quote
+
+_PLACEHOLDER = "accelhal: constant placeholder"
+
+
+def _constant_template(self: Any) -> Any:
+    return "accelhal: constant placeholder"
+
+
+def _device_name_template(self: Any, device_index: int | None = None) -> Any:
+    if device_index is None:
+        return "accelhal: constant placeholder"
+    return self._indexed_device_name(device_index)
+
+
+def _on_accelerator_template(self: Any, tensor: Any) -> Any:
+    try:  # free on the taken path (zero-cost exception handling)
+        return tensor.device.type == "accelhal: constant placeholder"
+    except AttributeError:
+        raise TypeError(f"on_accelerator takes a torch.Tensor, got {quote(tensor)}") from None
+
+
+CONSTANT_MEMBERS: dict[str, tuple[str, Callable[..., Any]]] = {
+    "is_synchronized_device": ("_is_synchronized_device", _constant_template),
+    "use_host_timers": ("_uses_host_timers", _constant_template),
+    "resolves_data_dependency": ("_resolves_data_dependency", _constant_template),
+    "handles_memory_backpressure": ("_handles_memory_backpressure", _constant_template),
+    "communication_backend_name": ("_communication_backend_name", _constant_template),
+    "device_name": ("device_type", _device_name_template),
+    "on_accelerator": ("device_type", _on_accelerator_template),
+}
+"""Member -> (the attribute holding its answer, the template whose placeholder becomes that answer)."""
+
+BAKED_ATTRIBUTES = frozenset(attribute for attribute, _ in CONSTANT_MEMBERS.values())
+"""The attributes whose assignment re-bakes (``device_type`` also rebuilds the tensor factories)."""
+
+FACTORY_DTYPES: dict[str, str] = {}
+"""Class attribute holding a ``*Tensor`` factory -> the torch dtype name it makes."""
+
+
+def tensor_factory_property(dtype_name: str, doc: str) -> property:
+    """A ``*Tensor`` property: ``acc.FloatTensor`` returns ``factory(data) -> tensor``.
+
+    The getter is an ``operator.attrgetter`` (C code, no Python frame) reading a
+    ``functools.partial(torch.tensor, dtype=..., device=<device_type>)`` that :func:`bake`
+    stores on each backend class, so reading the property costs no more than an attribute.
+    """
+    attribute = f"_{dtype_name}_tensor_factory"
+    FACTORY_DTYPES[attribute] = dtype_name
+    return property(operator.attrgetter(attribute), doc=inspect.cleandoc(doc))
+
+
+def _constant_member(base: Callable[..., Any], value: object, template: Callable[..., Any]) -> Callable[..., Any]:
+    """A function with ``base``'s name, signature and docstring: ``template`` with ``value`` as a literal."""
+    code = template.__code__
+    code = code.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in code.co_consts))
+    member = types.FunctionType(code, template.__globals__, base.__name__, template.__defaults__)
+    functools.update_wrapper(member, base)
+    member._accelhal_constant = True  # type: ignore[attr-defined]
+    return member
+
+
+def _is_baked_or_base(cls: type, base: type, member: str) -> bool:
+    current = getattr(cls, member)
+    return current is getattr(base, member) or getattr(current, "_accelhal_constant", False)
+
+
+def bake(cls: type, base: type) -> None:
+    """Give ``cls`` (a subclass of the contract class ``base``) its constant members and tensor factories."""
+    import torch
+
+    for member, (attribute, template) in CONSTANT_MEMBERS.items():
+        if _is_baked_or_base(cls, base, member):
+            constant = _constant_member(getattr(base, member), getattr(cls, attribute), template)
+            constant.__qualname__ = f"{cls.__qualname__}.{member}"
+            type.__setattr__(cls, member, constant)
+    for attribute, dtype_name in FACTORY_DTYPES.items():
+        factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=cls.device_type)  # type: ignore[attr-defined]
+        type.__setattr__(cls, attribute, factory)
+
+
+def rebake_tree(cls: type, base: type) -> None:
+    """:func:`bake` ``cls`` and every subclass of it (after a baked attribute changed on ``cls``)."""
+    pending = [cls]
+    while pending:
+        klass = pending.pop()
+        if klass is not base:
+            bake(klass, base)
+        pending.extend(klass.__subclasses__())
+
+
+def bake_instance(instance: Any, attribute: str, base: type) -> None:
+    """Re-bake, on ``instance`` only, the members answered by ``attribute`` (just assigned on it)."""
+    cls = type(instance)
+    value = getattr(instance, attribute)
+    for member, (source, template) in CONSTANT_MEMBERS.items():
+        if source == attribute and _is_baked_or_base(cls, base, member):
+            constant = _constant_member(getattr(base, member), value, template)
+            object.__setattr__(instance, member, types.MethodType(constant, instance))
+    if attribute == "device_type":
+        import torch
+
+        for factory_attribute, dtype_name in FACTORY_DTYPES.items():
+            factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=value)
+            object.__setattr__(instance, factory_attribute, factory)
