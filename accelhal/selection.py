@@ -157,6 +157,7 @@ registry = plugins.registry
 
 # ---------------------------------------------------------------------------- internals
 
+
 def _settings_for_forcing(name: str) -> Settings:
     from accelhal.settings import parse_backend_name
 

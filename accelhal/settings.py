@@ -1,4 +1,4 @@
-"""Every environment variable accelhal reads, parsed and validated in one place.
+"""Every environment variable accelhal reads, listed in one table; accelhal's own parsed and validated here.
 
 :data:`VARIABLES` is the single table of variables (the documentation's variable page
 is generated from it); :meth:`Settings.from_environ` parses them all and raises
@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from accelhal._record import record
 from accelhal.errors import ConfigurationError
+from accelhal.launcher import LAUNCHER_VARIABLES
 from accelhal.spec import NAME_PATTERN
 
 
@@ -96,6 +97,49 @@ VARIABLES: tuple[Variable, ...] = (
         "stale and broken: this is how a build killed on another host sharing the cache is detected.",
     ),
 )
+
+VARIABLES += (
+    Variable(
+        "XDG_CACHE_HOME",
+        "directory",
+        "~/.cache",
+        "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset).",
+    ),
+    Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
+    Variable("TORCH_CUDA_ARCH_LIST", "architectures", "unset", "torch's own: the CUDA architectures op builds target."),
+    Variable(
+        "DS_ALLOW_DEPRECATED_FP16",
+        "boolean",
+        "unset",
+        "DeepSpeed's: 1 lets the cuda backend report float16 on compute capability 6.x.",
+    ),
+    Variable(
+        "TORCH_DEVICE_BACKEND_AUTOLOAD",
+        "boolean",
+        "1",
+        "torch's own: 0 stops import torch from loading vendor extensions; accelhal reports it and suggests it.",
+    ),
+    Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
+    Variable(
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+        "boolean",
+        "unset",
+        "pytest's own: with it set, accelhal check loads the accelhal pytest plugin explicitly.",
+    ),
+    Variable(
+        "ACCELHAL_SIMULATED_DEVICES",
+        "integer",
+        "2",
+        "accelhal.testing.simulated only: how many devices a simulated vendor runtime shows (0: none).",
+    ),
+    *(
+        Variable(name, "launcher", "unset", "Set by a launcher; read by accelhal.launcher (see its documentation).")
+        for name in LAUNCHER_VARIABLES
+    ),
+)
+
+ALL_VARIABLES: tuple[str, ...] = tuple(v.name for v in VARIABLES)
+"""The name of every environment variable accelhal reads."""
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -190,13 +234,7 @@ class Settings:
         )
 
 
-RELEVANT_VARIABLES: tuple[str, ...] = (
-    *(v.name for v in VARIABLES),
-    "LOCAL_RANK",
-    "LOCAL_SIZE",
-    "TORCH_DEVICE_BACKEND_AUTOLOAD",
-    "PYTORCH_NVML_BASED_CUDA_CHECK",
-)
+RELEVANT_VARIABLES: tuple[str, ...] = ALL_VARIABLES
 """Variables copied into every detection report (plus each backend's visible-devices variables)."""
 
 

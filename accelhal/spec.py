@@ -180,7 +180,9 @@ class BackendSpec:
     ) -> BackendSpec:
         """The whole declaration of a backend over a torch.cuda-shaped device module.
 
-        The probe counts devices with ``<module>.<count>()`` after importing ``package``;
+        ``module`` defaults to ``torch.<name>``, or to ``package`` itself where that is dotted
+        (``habana_frameworks.torch.hpu``). The probe counts devices with ``<module>.<count>()``
+        after importing ``package``;
         the accelerator class defaults to :class:`~accelhal.device_module.DeviceModuleAccelerator`
         bound to this spec (a subclass is needed only where behaviour differs). Other
         ``fields`` are :class:`BackendSpec`'s (``comm_backend``, ``visible_devices_envs``, ``hint``, ...).
@@ -189,7 +191,7 @@ class BackendSpec:
         >>> spec.module, spec.requires
         ('torch.mydev', ('torch', 'torch_mydev'))
         """
-        module = module or f"torch.{name}"
+        module = module or (package if "." in package else f"torch.{name}")
         hint = str(fields.get("hint", ""))
         requires = tuple(dict.fromkeys(("torch", package.partition(".")[0])))
         return cls(

@@ -161,7 +161,7 @@ class OpBuilder:
         """Everything that determines the built module; its hash names the cache directory."""
         import torch
 
-        from accelhal import __version__
+        from accelhal._version import __version__
 
         sources = self.absolute_sources()
         return {

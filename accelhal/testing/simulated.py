@@ -41,6 +41,8 @@ from typing import Any
 
 import torch
 
+from accelhal.spec import BackendSpec
+
 SURFACES = Path(__file__).with_name("surfaces")
 """The recorded public surfaces of the vendors' device modules (JSON, one file per module)."""
 
@@ -52,7 +54,7 @@ GIB = 1 << 30
 
 @dataclass(frozen=True)
 class Vendor:
-    """How one vendor's package presents its device module."""
+    """How one vendor's package presents its device module (derived from its backend's spec)."""
 
     device_type: str
     package: str
@@ -66,22 +68,44 @@ class Vendor:
     """False where torch knows the device type already (``hpu``)."""
     rng_namespace: str | None = None
 
+    @classmethod
+    def from_spec(cls, spec: BackendSpec) -> Vendor:
+        """The simulation of ``spec``'s vendor package, its surface found by the module it records."""
+        assert spec.package is not None and spec.module is not None
+        surface = next(path.name for path in sorted(SURFACES.glob("*.json")) if _recorded_module(path) == spec.module)
+        graph_class = f"{spec.device_type.upper()}Graph"
+        accelerator = spec.load_class()
+        return cls(
+            device_type=spec.device_type,
+            package=spec.package,
+            module_attr=None if spec.module == spec.package else spec.module.rpartition(".")[2],
+            surface=surface,
+            graph_class=graph_class if graph_class in surface_names(surface) else None,
+            rename_privateuse1=not _torch_knows(spec.device_type),
+            rng_namespace=getattr(accelerator, "_rng_namespace", None),
+        )
 
-VENDORS: dict[str, Vendor] = {
-    "npu": Vendor("npu", "torch_npu", "npu", "torch_npu.json", "NPUGraph", rename_privateuse1=True),
-    "mlu": Vendor("mlu", "torch_mlu", "mlu", "torch_mlu.json", "MLUGraph", rename_privateuse1=True),
-    "sdaa": Vendor("sdaa", "torch_sdaa", "sdaa", "torch_sdaa.json", None, rename_privateuse1=True),
-    "hpu": Vendor(
-        "hpu",
-        "habana_frameworks.torch.hpu",
-        None,
-        "habana_hpu.json",
-        "HPUGraph",
-        rename_privateuse1=False,
-        rng_namespace="random",
-    ),
-}
-"""The simulated vendors, by backend name."""
+
+def _recorded_module(path: Path) -> str:
+    module: str = json.loads(path.read_text())["module"]
+    return module
+
+
+def _torch_knows(device_type: str) -> bool:
+    try:
+        torch.device(device_type)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _vendor_specs() -> dict[str, BackendSpec]:
+    """The built-in backends whose device module comes from a vendor package (not torch itself)."""
+    from accelhal import plugins
+    from accelhal.settings import Settings
+
+    registry = plugins.discover(Settings(disable_plugin_autoload=True))
+    return {r.spec.name: r.spec for r in registry.ordered() if r.spec.package not in (None, "torch")}
 
 
 def load_surface(filename: str) -> dict[str, dict[str, Any]]:
@@ -94,6 +118,10 @@ def load_surface(filename: str) -> dict[str, dict[str, Any]]:
 def surface_names(filename: str) -> set[str]:
     """The top-level names of one surface file."""
     return set(load_surface(filename))
+
+
+VENDORS: dict[str, Vendor] = {name: Vendor.from_spec(spec) for name, spec in _vendor_specs().items()}
+"""The simulated vendors, by backend name (each built-in backend over a vendor package)."""
 
 
 class SimulatedRuntime:

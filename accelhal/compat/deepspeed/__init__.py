@@ -24,10 +24,10 @@ is selected). Nothing else in accelhal imports DeepSpeed.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from accelhal.compat.deepspeed import _targets
 from accelhal.spec import BackendSpec, Probe
 
 if TYPE_CHECKING:
@@ -119,20 +119,6 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     return adapter
 
 
-_registered: dict[str, tuple[str, str]] = {}
-_registered_lock = threading.Lock()
-
-
-def registered_target(backend_name: str) -> tuple[str, str]:
-    """The ``("module:Class", device_type)`` registered for ``backend_name`` by :func:`backend_from_deepspeed`."""
-    try:
-        return _registered[backend_name]
-    except KeyError:
-        raise AttributeError(
-            f"no DeepSpeed accelerator was registered as backend {backend_name!r} in this process"
-        ) from None
-
-
 def backend_from_deepspeed(
     deepspeed_class: type[Any] | str,
     *,
@@ -173,8 +159,7 @@ def backend_from_deepspeed(
             probe=probe,
             **spec_options,
         )
-        with _registered_lock:
-            known = _registered.setdefault(name, (deepspeed_class, device_type))
+        known = _targets.register(name, deepspeed_class, device_type)
         if known != (deepspeed_class, device_type):
             raise ValueError(f"backend {name!r} is already registered for DeepSpeed's {known[0]}")
         return spec

@@ -239,7 +239,7 @@ class _Registered:
     """
 
     def __getattr__(self, backend_name: str) -> type[DeepSpeedBackedAccelerator]:
-        from accelhal.compat.deepspeed import registered_target
+        from accelhal.compat.deepspeed._targets import registered_target
 
         target, device_type = registered_target(backend_name)
         return wrap_deepspeed_class(target, backend_name, device_type)

@@ -6,10 +6,11 @@ import inspect
 
 import pytest
 
+from accelhal import plugins
 from accelhal.contract import Accelerator
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, Capability
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
-from accelhal.validation import contract_problems
+from accelhal.validation import contract_problems, identity_problems
 
 PUBLIC_MEMBERS = sorted(
     name for klass in Accelerator.__mro__ for name in vars(klass) if not name.startswith("_") or name == "_name"
@@ -66,6 +67,17 @@ class IdentityTests(SuiteBase):
             "a frozenset of accelhal.Capability",
             capabilities,
         )
+
+    def test_class_agrees_with_its_spec(self, accelerator: Accelerator) -> None:
+        cls = type(accelerator)
+        path = f"{cls.__module__}:{cls.__qualname__}"
+        registrations = plugins.registry().backends.values()
+        spec = next((r.spec for r in registrations if r.spec.accelerator in (cls, path)), None)
+        spec = spec or cls.spec or next((r.spec for r in registrations if r.spec.name == accelerator.name), None)
+        if spec is None:
+            pytest.skip(f"no registered spec names {path} or the backend {accelerator.name!r}: nothing to compare")
+        problems = identity_problems(spec, cls)
+        expect(not problems, "identity", f"the facts of the spec registered as {spec.name!r}", problems)
 
     @pytest.mark.parametrize("member", PUBLIC_MEMBERS)
     def test_member_is_present(self, accelerator: Accelerator, member: str) -> None:

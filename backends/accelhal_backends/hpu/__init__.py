@@ -13,7 +13,6 @@ SPEC = BackendSpec.for_device_module(
     "hpu",
     priority=500,
     package="habana_frameworks.torch.hpu",
-    module="habana_frameworks.torch.hpu",
     accelerator="accelhal_backends.hpu.accelerator:HpuAccelerator",
     comm_backend="hccl",
     visible_devices_envs=("HABANA_VISIBLE_MODULES",),

@@ -1,0 +1,183 @@
+"""One owner per fact and per piece of state: identity from specs, agreement checked, selection's state restored."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import accelhal
+from accelhal import plugins
+from accelhal.errors import PluginError
+from accelhal.settings import Settings
+
+MISMATCH_PLUGIN = """
+    from accelhal import BackendSpec, Verdict, hookimpl
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    class OtherAccelerator(CpuAccelerator):
+        _name = "otherdev"
+
+    class GlooAccelerator(CpuAccelerator):
+        _name = "commdev"
+
+    @hookimpl
+    def accelhal_register_backends(register):
+        register(BackendSpec(name="fakedev", device_type="cpu", priority=990, accelerator=OtherAccelerator,
+                             probe=lambda: Verdict.available("always")))
+        register(BackendSpec(name="commdev", device_type="cpu", priority=980, accelerator=GlooAccelerator,
+                             probe=lambda: Verdict.available("always"), comm_backend="hccl"))
+"""
+
+
+def run(code: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_"))}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full_env, cwd=cwd
+    )
+
+
+def test_use_accelerator_leaves_get_accelerator_working_in_a_fresh_process() -> None:
+    result = run(
+        """
+        import accelhal
+        from accelhal.testing import use_accelerator
+        with use_accelerator("cpu") as acc:
+            assert accelhal.get_accelerator() is acc
+        after = accelhal.get_accelerator()
+        print(type(after).__name__, after.name)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["CpuAccelerator", "cpu"]
+
+
+def test_accelerator_fixture_leaves_get_accelerator_working(tmp_path: Path) -> None:
+    """The public fixture in a fresh pytest run with no reset of any kind between the tests."""
+    (tmp_path / "test_fixture_then_plain.py").write_text(
+        textwrap.dedent(
+            """
+            import accelhal
+
+            def test_a_uses_the_fixture(accelerator):
+                assert accelhal.get_accelerator() is accelerator
+
+            def test_b_plain_code_afterwards():
+                acc = accelhal.get_accelerator()
+                assert acc is not None and acc.name == "cpu"
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+
+
+def test_spec_and_class_that_disagree_are_invalid_with_both_values(
+    install_distribution: Callable[..., Path],
+) -> None:
+    install_distribution("mismatch-accel", {"mismatch_accel": MISMATCH_PLUGIN}, {"mismatch": "mismatch_accel"})
+    report = accelhal.detect()
+    by_name = {c.name: c for c in report.candidates}
+    assert report.chosen == "cpu"
+    assert by_name["fakedev"].status.value == "invalid"
+    assert "spec name is 'fakedev' but OtherAccelerator._name is 'otherdev'" in by_name["fakedev"].reason
+    assert by_name["commdev"].status.value == "invalid"
+    assert "spec comm_backend is 'hccl' but GlooAccelerator._communication_backend_name is 'gloo'" in (
+        by_name["commdev"].reason
+    )
+    assert by_name["cpu"].status.value == "available"  # nothing else lost
+    failures = {f.backend: f.detail for f in report.failures}
+    assert "otherdev" in failures["fakedev"]
+
+
+def test_spec_and_class_that_disagree_are_an_error_in_strict_mode(
+    install_distribution: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_distribution("mismatch-accel", {"mismatch_accel": MISMATCH_PLUGIN}, {"mismatch": "mismatch_accel"})
+    monkeypatch.setenv("ACCELHAL_STRICT", "1")
+    with pytest.raises(PluginError, match="spec name is 'fakedev' but OtherAccelerator._name is 'otherdev'"):
+        accelhal.get_accelerator()
+
+
+def test_conformance_kit_names_both_values(install_distribution: Callable[..., Path], tmp_path: Path) -> None:
+    site = install_distribution("mismatch-accel", {"mismatch_accel": MISMATCH_PLUGIN}, {"mismatch": "mismatch_accel"})
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from mismatch_accel import OtherAccelerator
+
+            @pytest.fixture
+            def accelerator():
+                return OtherAccelerator()
+            """
+        )
+    )
+    (project / "test_kit.py").write_text(
+        "from accelhal.testing.conformance import ConformanceSuite\n\nclass TestKit(ConformanceSuite):\n    pass\n"
+    )
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(site.parent))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "agrees_with_its_spec", str(project)],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "spec name is 'fakedev' but OtherAccelerator._name is 'otherdev'" in result.stdout
+
+
+def _device_module_specs() -> list[object]:
+    registry = plugins.discover(Settings(disable_plugin_autoload=True))
+    return [r.spec for r in registry.ordered() if r.spec.module]
+
+
+@pytest.mark.parametrize("spec", _device_module_specs(), ids=lambda s: s.name)  # type: ignore[attr-defined]
+def test_each_identity_fact_is_written_once_in_its_package(spec: object) -> None:
+    from accelhal.spec import BackendSpec
+
+    assert isinstance(spec, BackendSpec)
+    package = Path(sys.modules[f"accelhal_backends.{spec.name}"].__file__ or "").parent
+    source = "".join(path.read_text() for path in package.glob("*.py"))
+    # defaults are not written at all; a module that is its package is written once, as the package
+    expected = {
+        spec.comm_backend: int(spec.comm_backend != "gloo"),
+        spec.module: int(spec.module != f"torch.{spec.name}"),
+    }
+    expected.update(dict.fromkeys(spec.visible_devices_envs, 1))
+    for fact, times in expected.items():
+        written = source.count(f'"{fact}"')
+        assert written == times, f"{fact!r} is written {written} times in {package}, expected {times}"
+
+
+def test_report_environment_and_settings_list_every_variable_read() -> None:
+    """Every variable named in a read of the environment in accelhal/ is listed in accelhal.settings."""
+    import re
+
+    from accelhal.settings import ALL_VARIABLES
+
+    root = Path(accelhal.__file__).parent
+    pattern = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']|getenv\(\s*["']([A-Z0-9_]+)""")
+    read = {a or b for path in root.rglob("*.py") for a, b in pattern.findall(path.read_text())}
+    assert read, "the scan found no reads at all"
+    assert sorted(read - set(ALL_VARIABLES)) == []
+    assert json.dumps(list(ALL_VARIABLES))  # a plain list of names
