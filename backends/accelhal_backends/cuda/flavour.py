@@ -48,7 +48,7 @@ class Replacement:
     module: str
     """The module the function comes from (its ``__module__``, ``"torch_npu.npu.utils"``)."""
     file: str | None
-    """The file of that module (or of the function's code), where there is one."""
+    """The file of the function's code (of its module for a builtin), where there is one."""
     distribution: str | None
     """The installed distribution owning that file (``"torch-npu 2.6.0"``), where one does."""
 
@@ -64,14 +64,13 @@ class Replacement:
 
 
 def _source_file(function: Any, module: str) -> str | None:
-    """The file of ``module``, else of its top-level package, else of the function's code."""
-    for owner in (sys.modules.get(module), sys.modules.get(module.partition(".")[0])):
-        path = getattr(owner, "__file__", None)
-        if isinstance(path, str):
-            break
-    else:
-        code = getattr(getattr(function, "__wrapped__", function), "__code__", None)
-        path = getattr(code, "co_filename", None)
+    """The file of the function's code, else of its module (a builtin has no code)."""
+    import inspect
+
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    path = getattr(code, "co_filename", None)
+    if path is None:
+        path = getattr(sys.modules.get(module), "__file__", None)
     return os.path.realpath(path) if isinstance(path, str) and os.path.exists(path) else None
 
 
