@@ -184,7 +184,8 @@ class BackendSpec:
         (``habana_frameworks.torch.hpu``). The probe counts devices with ``<module>.<count>()``
         after importing ``package``;
         the accelerator class defaults to :class:`~accelhal.device_module.DeviceModuleAccelerator`
-        bound to this spec (a subclass is needed only where behaviour differs). Other
+        bound to this spec (a subclass is needed only where behaviour differs). A ``probe``
+        given in ``fields`` replaces the counting probe. Other
         ``fields`` are :class:`BackendSpec`'s (``comm_backend``, ``visible_devices_envs``, ``hint``, ...).
 
         >>> spec = BackendSpec.for_device_module("mydev", priority=250, package="torch_mydev")
@@ -193,13 +194,14 @@ class BackendSpec:
         """
         module = module or (package if "." in package else f"torch.{name}")
         hint = str(fields.get("hint", ""))
+        probe = fields.pop("probe", None) or device_module_probe(package, module, hint, count)
         requires = tuple(dict.fromkeys(("torch", package.partition(".")[0])))
         return cls(
             name=name,
             device_type=device_type or name,
             priority=priority,
             accelerator=accelerator,
-            probe=device_module_probe(package, module, hint, count),
+            probe=probe,
             requires=requires,
             package=package,
             module=module,

@@ -22,6 +22,9 @@ class Status(str, enum.Enum):
     """The runtime imports but sees no device."""
     BROKEN = "broken"
     """The runtime is installed but fails to load (e.g. ``torch_npu`` without the Ascend libraries)."""
+    REPLACED = "replaced"
+    """The device module answers for another runtime: another package replaced its functions
+    (``torch.cuda`` under torch_npu's ``transfer_to_npu`` or torch_supa); that package's backend is the one to use."""
     PROBE_ERROR = "probe-error"
     """The probe itself raised; the exception is in the reason."""
     INVALID = "invalid"
@@ -69,6 +72,11 @@ class Verdict:
     def broken(cls, reason: str, hint: str | None = None) -> Verdict:
         """The runtime is installed but fails to load."""
         return cls(Status.BROKEN, reason, hint)
+
+    @classmethod
+    def replaced(cls, reason: str, hint: str | None = None) -> Verdict:
+        """The device module's functions were replaced by another package; ``reason`` names it."""
+        return cls(Status.REPLACED, reason, hint)
 
 
 Probe = Callable[[], Verdict]

@@ -45,22 +45,36 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
     ``install_distribution("acme-accel", {"acme_plugin": "...source..."}, entry_points={"acme": "acme_plugin"})``
     puts both in a fresh directory on ``sys.path``, so ``importlib.metadata`` discovers the
-    entry points exactly as it would after ``pip install``.
+    entry points (and, through its RECORD, which files it owns) exactly as it would after
+    ``pip install``; ``other_groups`` adds entry points of other groups
+    (``{"torch.backends": {...}}``). The directory is the returned path's parent.
     """
     site = tmp_path / "site-packages"
     site.mkdir()
     monkeypatch.syspath_prepend(str(site))
     added: list[str] = []
 
-    def install(name: str, modules: dict[str, str], entry_points: dict[str, str], version: str = "1.0") -> Path:
+    def install(
+        name: str,
+        modules: dict[str, str],
+        entry_points: dict[str, str],
+        version: str = "1.0",
+        other_groups: dict[str, dict[str, str]] | None = None,
+    ) -> Path:
         for module, source in modules.items():
             (site / f"{module}.py").write_text(textwrap.dedent(source))
             added.append(module)
         dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
         dist_info.mkdir()
         (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        lines = "".join(f"{ep} = {target}\n" for ep, target in entry_points.items())
-        (dist_info / "entry_points.txt").write_text(f"[accelhal]\n{lines}")
+        groups = {"accelhal": entry_points, **(other_groups or {})}
+        sections = [
+            f"[{group}]\n" + "".join(f"{ep} = {to}\n" for ep, to in eps.items()) for group, eps in groups.items()
+        ]
+        (dist_info / "entry_points.txt").write_text("\n".join(sections))
+        owned = [f"{module}.py" for module in modules]
+        owned += [f"{dist_info.name}/{f}" for f in ("METADATA", "entry_points.txt", "RECORD")]
+        (dist_info / "RECORD").write_text("".join(f"{f},,\n" for f in owned))
         importlib.invalidate_caches()
         return dist_info
 

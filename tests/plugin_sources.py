@@ -29,3 +29,27 @@ def accelhal_register_backends(register):
     register(BackendSpec(name="{name}", device_type="cpu", priority={priority},
                          accelerator={name.capitalize()}Accelerator, probe=probe{spec_extra}))
 """
+
+
+CUDA_SHIM = '''
+"""Make torch.cuda answer for acme's devices, as torch_npu's transfer_to_npu does (at import)."""
+import torch
+
+
+def device_count():
+    return 2
+
+
+def is_available():
+    return True
+
+
+torch.cuda.device_count = device_count
+torch.cuda.is_available = is_available
+
+
+def autoload():
+    """torch's device-backend autoload entry point (``torch.backends``): importing did the work."""
+'''
+"""A package that replaces ``torch.cuda.device_count``/``is_available`` when imported; its
+``autoload`` is a ``torch.backends`` entry point, so ``import torch`` imports it (as torch_supa's is)."""

@@ -1,7 +1,8 @@
 """Each backend on this machine, against the real torch modules and the real absence of vendor packages.
 
 torch here is a CPU build: ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no
-device, and torch_npu, torch_mlu, torch_sdaa and habana_frameworks are not installed.
+device, and torch_npu, torch_mlu, torch_sdaa, torch_supa, torch_musa and habana_frameworks are not
+installed.
 """
 
 from __future__ import annotations
@@ -27,11 +28,22 @@ EXPECTED = {
     "mps": (600, "gloo", ()),
     "hpu": (500, "hccl", ("HABANA_VISIBLE_MODULES",)),
     "mlu": (400, "cncl", ("MLU_VISIBLE_DEVICES",)),
+    "supa": (350, "bccl", ("SUPA_VISIBLE_DEVICES",)),
+    "musa": (340, "mccl", ("MUSA_VISIBLE_DEVICES",)),
     "cuda": (300, "nccl", ("CUDA_VISIBLE_DEVICES",)),
     "cpu": (100, "gloo", ()),
 }
 TORCH_MODULES = ("cuda", "xpu", "mps")
-VENDOR_PACKAGES = {"npu": "torch_npu", "hpu": "habana_frameworks", "mlu": "torch_mlu", "sdaa": "torch_sdaa"}
+VENDOR_PACKAGES = {
+    "npu": "torch_npu",
+    "hpu": "habana_frameworks",
+    "mlu": "torch_mlu",
+    "sdaa": "torch_sdaa",
+    "supa": "torch_supa",
+    "musa": "torch_musa",
+}
+NO_DEVICE_REASON = "torch loads but torch.{}.device_count() is 0"
+CPU_ONLY = "; CUDA flavour: none (CPU-only torch build)"  # the cuda probe names the CUDA of the torch build
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.device_count() > 0, reason="a CUDA device is visible")
 
@@ -53,7 +65,7 @@ def test_detection_says_no_device_for_torch_modules_and_not_installed_for_vendor
     for name in TORCH_MODULES:
         candidate = report.candidate(name)
         assert candidate is not None and candidate.status is Status.NO_DEVICE, candidate
-        assert candidate.reason == f"torch loads but torch.{name}.device_count() is 0"
+        assert candidate.reason == NO_DEVICE_REASON.format(name) + (CPU_ONLY if name == "cuda" else "")
         assert candidate.hint
     for name, package in VENDOR_PACKAGES.items():
         candidate = report.candidate(name)

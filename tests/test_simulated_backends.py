@@ -1,4 +1,4 @@
-"""npu, hpu, mlu and sdaa against simulated vendor runtimes (one vendor per subprocess).
+"""npu, hpu, mlu, sdaa, supa and musa against simulated vendor runtimes (one vendor per subprocess).
 
 The simulated packages are real importable packages on ``PYTHONPATH`` (``find_spec`` finds
 them); importing one registers the vendor's device module through torch's PrivateUse1
@@ -13,7 +13,7 @@ import pytest
 
 from tests.simulation import CHECKS, DETECT, run_python, simulated_site
 
-SIMULATED = ("npu", "hpu", "mlu", "sdaa")
+SIMULATED = ("npu", "hpu", "mlu", "sdaa", "supa", "musa")
 
 LIBHCCL = "libhccl.so: cannot open shared object file: No such file or directory"
 
@@ -86,7 +86,7 @@ if acc.name == "npu":
     out["registered"] = acc.register_host_memory(8192, 4096)
     acc.unregister_host_memory(8192)
     out["left"] = len(simulated.RUNTIME.registered)
-if acc.name == "mlu":
+if acc.name in ("mlu", "supa"):
     acc.range_push("step")
     out["ranges"] = list(simulated.RUNTIME.ranges)
     acc.range_pop()
@@ -104,7 +104,7 @@ def test_forced_by_variable_with_memory_figures_that_follow_the_runtime(vendor: 
     assert 0 < result["available"] <= result["total"]
     if vendor == "npu":
         assert (result["aligned"], result["registered"], result["left"]) == (4096, True, 0)
-    if vendor == "mlu":
+    if vendor in ("mlu", "supa"):
         assert result["ranges"] == ["step"]
 
 
@@ -123,3 +123,27 @@ print(json.dumps({"name": acc.name, "deterministic": torch.are_deterministic_alg
 def test_hpu_has_no_process_wide_side_effects(tmp_path: Path) -> None:
     result = run_python(simulated_site(tmp_path, ("hpu",)), HPU_NO_SIDE_EFFECTS)
     assert result == {"name": "hpu", "deterministic": False, "env_changed": [], "compile": "hpu_backend"}
+
+
+def test_torch_supa_answering_torch_cuda_makes_cuda_replaced_and_names_supa(tmp_path: Path) -> None:
+    # torch_supa sets torch.supa's functions on torch.cuda (transfer_to_supa); cuda must not look available
+    report = run_python(simulated_site(tmp_path, ("supa",)), DETECT, FORCE_AFTERWARDS="cuda")
+    assert (report["chosen"], report["rule"]) == ("supa", "priority")
+    cuda = report["candidates"]["cuda"]
+    assert cuda["status"] == "replaced"
+    assert cuda["reason"].startswith("torch.cuda's functions were replaced by torch_supa")
+    assert (
+        "torch.cuda.device_count/is_available/current_device/get_device_properties from torch_supa.supa"
+        in (cuda["reason"])
+    )
+    assert "'supa' backend (ACCELHAL_ACCELERATOR=supa)" in cuda["hint"]
+    forced = report["forced"]  # forcing cuda is an error that says who answers torch.cuda
+    assert forced["chosen"] is None
+    assert "BackendUnavailableError" in forced["error"] and "replaced by torch_supa" in forced["error"]
+    assert "ACCELHAL_ACCELERATOR=supa" in forced["error"]
+
+
+def test_torch_musa_leaves_torch_cuda_to_torch(tmp_path: Path) -> None:
+    report = run_python(simulated_site(tmp_path, ("musa",)), DETECT)
+    assert (report["chosen"], report["rule"]) == ("musa", "priority")
+    assert report["candidates"]["cuda"]["status"] == "no-device"

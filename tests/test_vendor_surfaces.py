@@ -2,8 +2,8 @@
 
 DeepSpeed's xpu backend called two functions that ``torch.xpu`` does not have; this is the
 test that catches that class of bug without the hardware. Surfaces are in
-``accelhal/testing/surfaces/`` (recorded from the real modules; hpu, mlu and sdaa written from
-the vendors' public sources, as each file says).
+``accelhal/testing/surfaces/`` (recorded from the real modules; hpu, mlu, sdaa, supa and musa
+written from the vendors' public sources, as each file says).
 """
 
 from __future__ import annotations

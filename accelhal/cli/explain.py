@@ -1,9 +1,10 @@
 """``accelhal explain [NAME]``: why the active backend won, or why ``NAME`` did not.
 
 The answer is one of :class:`~accelhal.cli.models.Outcome`: not installed, no device,
-broken, probe error (with the exception), invalid, blocked, plugin failed, lower
-priority, not probed (an override chose another), selection failed, or unknown (with
-the names that are known). An unknown name is a user mistake: exit status 2.
+broken, replaced (another package answers for its device module), probe error (with the
+exception), invalid, blocked, plugin failed, lower priority, not probed (an override chose
+another), selection failed, or unknown (with the names that are known). An unknown name is
+a user mistake: exit status 2.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ _STATUS_OUTCOMES: dict[Status, Outcome] = {
     Status.NOT_INSTALLED: Outcome.NOT_INSTALLED,
     Status.NO_DEVICE: Outcome.NO_DEVICE,
     Status.BROKEN: Outcome.BROKEN,
+    Status.REPLACED: Outcome.REPLACED,
     Status.PROBE_ERROR: Outcome.PROBE_ERROR,
     Status.INVALID: Outcome.INVALID,
     Status.NOT_PROBED: Outcome.NOT_PROBED,
@@ -29,6 +31,7 @@ _OUTCOME_PHRASES: dict[Outcome, str] = {
     Outcome.NOT_INSTALLED: "not installed",
     Outcome.NO_DEVICE: "installed but sees no device",
     Outcome.BROKEN: "installed but broken",
+    Outcome.REPLACED: "answered by another runtime",
     Outcome.PROBE_ERROR: "not usable: its probe raised an error",
     Outcome.INVALID: "not usable: its registration is invalid",
     Outcome.NOT_PROBED: "not probed",

@@ -57,6 +57,7 @@ class Outcome(str, enum.Enum):
     NOT_INSTALLED = "not-installed"
     NO_DEVICE = "no-device"
     BROKEN = "broken"
+    REPLACED = "replaced"
     PROBE_ERROR = "probe-error"
     INVALID = "invalid"
     BLOCKED = "blocked"

@@ -23,6 +23,7 @@ STATUS_STYLES: dict[str, str] = {
     Status.NOT_INSTALLED.value: "dim",
     Status.NO_DEVICE.value: "yellow",
     Status.BROKEN.value: "red",
+    Status.REPLACED.value: "yellow",
     Status.PROBE_ERROR.value: "red",
     Status.INVALID.value: "red",
     Status.NOT_PROBED.value: "dim",

@@ -1,8 +1,9 @@
 """Simulated vendor runtimes: test a device backend on a machine without its hardware.
 
 :func:`write_vendor_package` writes a package named like the vendor's (``torch_npu``,
-``torch_mlu``, ``torch_sdaa``, ``habana_frameworks.torch.hpu``) into a directory. Put that
-directory on ``sys.path`` (``PYTHONPATH``) and ``importlib.util.find_spec`` finds it; importing
+``torch_mlu``, ``torch_sdaa``, ``torch_supa``, ``torch_musa``, ``habana_frameworks.torch.hpu``)
+into a directory. Put that directory on ``sys.path`` (``PYTHONPATH``) and
+``importlib.util.find_spec`` finds it; importing
 it registers a simulated device module the way the real package does, through
 ``torch.utils.rename_privateuse1_backend`` and ``torch._register_device_module``. A process
 can rename torch's PrivateUse1 backend once, so simulate **one vendor per process** (run
@@ -17,7 +18,11 @@ device (``torch.ones(2, device="npu")`` fails) — there is no device behind it.
 
 Faithfulness: the simulated module carries only the names that the vendor's real module has,
 as recorded in ``accelhal/testing/surfaces/`` (:func:`surface_names`); a backend calling a
-function the real module lacks fails against the simulation too.
+function the real module lacks fails against the simulation too. Its functions and classes
+belong to the vendor's module (their ``__module__`` is the module's name), as the real ones
+do. A vendor whose package makes ``torch.cuda`` answer for its devices (torch_supa's
+``transfer_to_supa``) has its module's functions set on ``torch.cuda`` too; the real package
+does that from torch's device-backend autoload, the simulation when it is imported.
 
 Example::
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import textwrap
 import time
 import types
@@ -41,6 +47,7 @@ from typing import Any
 
 import torch
 
+from accelhal.device_module import RANGE_MODULES
 from accelhal.spec import BackendSpec
 
 SURFACES = Path(__file__).with_name("surfaces")
@@ -67,6 +74,10 @@ class Vendor:
     rename_privateuse1: bool
     """False where torch knows the device type already (``hpu``)."""
     rng_namespace: str | None = None
+    ranges: str | None = None
+    """The module's profiler-range namespace (``cnpx``, ``brtx``), where it has one."""
+    answers_cuda: bool = False
+    """Whether importing the package sets its module's functions on ``torch.cuda`` (torch_supa)."""
 
     @classmethod
     def from_spec(cls, spec: BackendSpec) -> Vendor:
@@ -83,7 +94,13 @@ class Vendor:
             graph_class=graph_class if graph_class in surface_names(surface) else None,
             rename_privateuse1=not _torch_knows(spec.device_type),
             rng_namespace=getattr(accelerator, "_rng_namespace", None),
+            ranges=next((name for name in RANGE_MODULES if name in surface_names(surface)), None),
+            answers_cuda=spec.package in ANSWERS_CUDA,
         )
+
+
+ANSWERS_CUDA = frozenset({"torch_supa"})
+"""Vendor packages whose import sets their module's functions on ``torch.cuda`` (read in torch_supa's source)."""
 
 
 def _recorded_module(path: Path) -> str:
@@ -420,8 +437,9 @@ class SimulatedRuntime:
             "graph": graph,
             "is_current_stream_capturing": lambda: rt.capturing,
             "npurt": host_runtime,
-            "cnpx": ranges,
         }
+        if self.vendor.ranges is not None:
+            members[self.vendor.ranges] = ranges
         if self.vendor.graph_class is not None:
             members[self.vendor.graph_class] = Graph
         if self.vendor.rng_namespace is None:
@@ -442,8 +460,17 @@ def _module(name: str, members: dict[str, Any], allowed: dict[str, dict[str, Any
             continue
         if isinstance(value, dict):
             value = _module(f"{name}.{member}", value, {m: {} for m in allowed[member].get("members", [])})
+        elif isinstance(value, (types.FunctionType, type)):
+            value.__module__ = name  # the vendor's functions belong to its module
         setattr(module, member, value)
     return module
+
+
+def _answer_cuda(module: types.ModuleType) -> None:
+    """Set ``module``'s functions on ``torch.cuda``, as torch_supa's ``transfer_to_supa`` does."""
+    for member, value in vars(module).items():
+        if not member.startswith("__") and hasattr(torch.cuda, member):
+            setattr(torch.cuda, member, value)
 
 
 def install(vendor_name: str, module_name: str | None = None) -> types.ModuleType:
@@ -454,6 +481,12 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
     runtime = SimulatedRuntime(vendor, devices)
     name = module_name or f"{vendor.package}.{vendor.module_attr}"
     module = _module(name, runtime.members(), load_surface(vendor.surface))
+    package = sys.modules.get(name) if module_name else None
+    if package is not None:  # the package is the device module (Gaudi's hpu, torch_musa): it keeps its identity
+        for attr in ("__spec__", "__file__", "__loader__", "__path__"):
+            if hasattr(package, attr):
+                setattr(module, attr, getattr(package, attr))
+        module.__version__ = "0.0+simulated"  # type: ignore[attr-defined]
     runtime.modules = [module]
     if vendor.rng_namespace is not None:
         runtime.modules.append(getattr(module, vendor.rng_namespace))
@@ -463,6 +496,8 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
         rename_privateuse1_backend(vendor.device_type)
     register: Callable[[str, types.ModuleType], None] = torch._register_device_module
     register(vendor.device_type, module)
+    if vendor.answers_cuda:
+        _answer_cuda(module)
     RUNTIME = runtime
     return module
 
@@ -493,7 +528,7 @@ def _write_package(root: Path, dotted: str, source: str) -> None:
 
 
 def write_vendor_package(vendor_name: str, root: Path) -> Path:
-    """Write the simulated package of ``vendor_name`` (``"npu"``, ``"mlu"``, ``"sdaa"``, ``"hpu"``) under ``root``."""
+    """Write the simulated package of ``vendor_name`` (a key of :data:`VENDORS`, e.g. ``"npu"``) under ``root``."""
     vendor = VENDORS[vendor_name]
     _write_package(root, vendor.package, _package_source(vendor_name, vendor))
     return root

@@ -13,6 +13,9 @@ the DeepSpeed defects fixed on the way:
   ``nvtx`` package (which has domains) is installed.
 * Host registration through ``torch.cuda.cudart().cudaHostRegister``.
 * ROCm: ``vendor_versions()`` and descriptions say HIP, Triton grouped GEMM is not preferred.
+* ``vendor_versions()["flavour"]`` names the CUDA flavour (NVIDIA CUDA, AMD ROCm, Hygon DCU,
+  MetaX, Iluvatar: :mod:`accelhal_backends.cuda.flavour`), refined by the device names once
+  the runtime is initialised; ``accelhal info`` shows it with the versions.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
 from accelhal.spec import Capability
 from accelhal_backends.cuda import SPEC
+from accelhal_backends.cuda.flavour import flavour
 
 
 def _is_hip() -> bool:
@@ -50,10 +54,16 @@ class CudaAccelerator(DeviceModuleAccelerator):
         self._nvtx_domains: dict[str, Any] = {}
 
     def vendor_versions(self) -> dict[str, str]:
-        """``{"hip": ...}`` on ROCm builds, else ``{"cuda": ...}`` (the toolkit torch was built with)."""
+        """``{"hip": ...}`` on ROCm builds, else ``{"cuda": ...}`` (the toolkit torch was built with), and the flavour.
+
+        ``"flavour"`` is the CUDA flavour's label (``"NVIDIA CUDA 12.8"``, ``"AMD ROCm (HIP) 6.3"``);
+        device names refine it only where CUDA is initialised already (this never initialises it).
+        """
+        names = [self._m.get_device_name(i) for i in range(self.device_count())] if self._m.is_initialized() else []
+        label = flavour(torch, names).label
         if _is_hip():
-            return {"hip": str(torch.version.hip)}
-        return {"cuda": str(torch.version.cuda)}
+            return {"hip": str(torch.version.hip), "flavour": label}
+        return {"cuda": str(torch.version.cuda), "flavour": label}
 
     def device_description(self, device_index: int) -> str:
         """The GPU's name; ``" (HIP)"`` appended on ROCm builds."""
