@@ -23,8 +23,8 @@ class Status(str, enum.Enum):
     BROKEN = "broken"
     """The runtime is installed but fails to load (e.g. ``torch_npu`` without the Ascend libraries)."""
     REPLACED = "replaced"
-    """The device module answers for another runtime: another package replaced its functions
-    (``torch.cuda`` under torch_npu's ``transfer_to_npu`` or torch_supa); that package's backend is the one to use."""
+    """The device module answers for another runtime, whose package replaced its functions (``torch.cuda``
+    under torch_npu's ``transfer_to_npu`` or torch_supa); that package's backend is the one to use."""
     PROBE_ERROR = "probe-error"
     """The probe itself raised; the exception is in the reason."""
     INVALID = "invalid"

@@ -41,7 +41,7 @@ def _replaced(replaced: list[Replacement]) -> Verdict:
         "torch.cuda." + "/".join(r.member for r in replaced if r.module == module) + f" from {module} ({first.origin})"
         for module, first in modules.items()
     )
-    reason = f"torch.cuda's functions were replaced by {owners}, so it answers for another runtime: {details}"
+    reason = f"torch.cuda's functions were replaced by {owners}: {details}"
     if backends:
         hint = f"use the {backends[0]!r} backend (ACCELHAL_ACCELERATOR={backends[0]}), which drives these devices"
     else:

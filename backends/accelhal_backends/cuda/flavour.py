@@ -36,7 +36,7 @@ from typing import Any
 from accelhal._record import record
 
 CHECKED_MEMBERS = ("device_count", "is_available", "current_device", "get_device_properties")
-"""The ``torch.cuda`` functions whose origin is checked: those that count, select and describe devices."""
+"""The ``torch.cuda`` functions whose origin is checked, those that count, select and describe devices."""
 
 
 @record(frozen=True)
