@@ -111,6 +111,13 @@ def train(
     }
 
 
+def read_results(output: str) -> list[dict[str, Any]]:
+    """Every ``RESULT`` record in ``output``, by rank (DDP ranks share stdout, so lines may interleave)."""
+    decoder = json.JSONDecoder()
+    records = [decoder.raw_decode(chunk)[0] for chunk in output.split("RESULT ")[1:]]
+    return sorted(records, key=lambda record: int(record.get("rank", 0)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", required=True, help="[PACKAGE/]ACCELERATOR:PRECISION (repeatable)")

@@ -21,6 +21,7 @@ import pytest
 
 import accelhal
 from accelhal.errors import ConfigurationError
+from tests.compat.lightning_train import read_results
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("lightning") is None, reason="needs the lightning extra: pip install 'accelhal[lightning]'"
@@ -57,12 +58,7 @@ def _records(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
     """Every ``RESULT`` object the process (and the DDP rank it started) printed; ranks may interleave."""
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, f"{proc.args} failed:\n{out[-3000:]}\n{err[-5000:]}"
-    decoder = json.JSONDecoder()
-    records = []
-    for chunk in out.split("RESULT ")[1:]:
-        record, _ = decoder.raw_decode(chunk)
-        records.append(record)
-    return sorted(records, key=lambda r: r.get("rank", 0))
+    return read_results(out)
 
 
 @pytest.fixture(scope="module")
