@@ -1,0 +1,46 @@
+"""Run code in a fresh interpreter where the test device is loaded (the PrivateUse1 rename is once per process)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.privateuse1 import device
+from tests.simulation import ROOT, run_python
+
+PRELUDE = """
+import json, os, torch
+from tests.privateuse1 import device
+module = device.load({name!r})
+name = {name!r}
+"""
+
+
+def on_device(code: str, name: str = device.DEFAULT_NAME, devices: int = 2, **env: str) -> dict[str, Any]:
+    """Run ``code`` after loading the device as ``name`` with ``devices`` devices; the JSON object it prints last.
+
+    ``code`` sees ``torch``, ``json``, ``os``, ``name`` and ``module`` (``torch.<name>``).
+    """
+    env.setdefault(device.DEVICES_VARIABLE, str(devices))
+    return run_python(ROOT, PRELUDE.format(name=name) + code, **env)
+
+
+def build_in_child(**env: str) -> dict[str, Any]:
+    """Locate or build the library in a fresh interpreter: ``{"path", "built", "seconds"}``."""
+    code = (
+        "import json, time\nfrom tests.privateuse1.device import library\nstarted = time.monotonic()\n"
+        "path, built = library()\n"
+        "print(json.dumps({'path': str(path), 'built': built, 'seconds': time.monotonic() - started}))"
+    )
+    return run_python(ROOT, code, **env)
+
+
+def write_autoload_distribution(site: Path, name: str) -> None:
+    """Install (as pip lays it out) a distribution whose ``torch.backends`` entry point loads the device as ``name``.
+
+    This is how out-of-tree vendors arrive: ``import torch`` alone loads them.
+    """
+    dist_info = site / "accelhal_testdev-1.0.dist-info"
+    dist_info.mkdir(parents=True)
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: accelhal-testdev\nVersion: 1.0\n")
+    (dist_info / "entry_points.txt").write_text(f"[torch.backends]\n{name} = tests.privateuse1.device:autoload\n")
