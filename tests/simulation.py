@@ -60,6 +60,3 @@ if force:  # the same runtime, selection forced by name
 print(json.dumps(result))
 """
 """Prints the detection as JSON; with ``FORCE_AFTERWARDS=<name>`` also the detection forced to that backend."""
-
-CHECKS = "from tests.backend_checks import main; main()"
-"""Runs :mod:`tests.backend_checks` on the selected accelerator and prints its results with the detection."""

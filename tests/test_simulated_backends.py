@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simulation import CHECKS, DETECT, run_python, simulated_site
+from tests.simulation import DETECT, run_python, simulated_site
 
 SIMULATED = ("npu", "hpu", "mlu", "sdaa", "supa", "musa")
 
@@ -19,13 +19,12 @@ LIBHCCL = "libhccl.so: cannot open shared object file: No such file or directory
 
 
 @pytest.mark.parametrize("vendor", SIMULATED)
-def test_selected_by_priority_and_passes_the_behavioural_checks(vendor: str, tmp_path: Path) -> None:
-    result = run_python(simulated_site(tmp_path, (vendor,)), CHECKS)
-    assert result["backend"] == vendor and result["rule"] == "priority"
+def test_selected_by_priority(vendor: str, tmp_path: Path) -> None:
+    """Selection only: the conformance kit's run on each simulation is tests/test_conformance_simulated.py."""
+    result = run_python(simulated_site(tmp_path, (vendor,)), DETECT)
+    assert result["chosen"] == vendor and result["rule"] == "priority"
     assert result["candidates"][vendor]["status"] == "available"
     assert result["candidates"][vendor]["reason"].startswith("2 device(s)")
-    failures = {name: outcome for name, outcome in result["results"].items() if outcome != "ok"}
-    assert failures == {}
 
 
 @pytest.mark.parametrize("vendor", SIMULATED)

@@ -19,7 +19,6 @@ import torch
 import accelhal
 from accelhal.contract import Accelerator
 from accelhal_backends.cuda.accelerator import CudaAccelerator
-from tests.backend_checks import run_checks
 
 pytestmark = pytest.mark.cuda
 
@@ -85,12 +84,6 @@ def test_identity_and_devices(acc: Accelerator) -> None:
     assert torch.cuda.current_device() == count - 1
     acc.set_device(index)
     assert acc.synchronize() is None and acc.synchronize(index) is None
-
-
-def test_every_behavioural_check_passes(acc: Accelerator) -> None:
-    results = run_checks(acc)
-    results.pop("graphs")  # an empty capture; the real capture is test_captured_cuda_graph_replays_...
-    assert {name: outcome for name, outcome in results.items() if outcome != "ok"} == {}
 
 
 def test_rng_state_round_trip(acc: Accelerator) -> None:

@@ -77,6 +77,15 @@ class IdentityTests(SuiteBase):
         if spec is None:
             pytest.skip(f"no registered spec names {path} or the backend {accelerator.name!r}: nothing to compare")
         problems = identity_problems(spec, cls)
+        answers = {
+            "device_type": (accelerator.device_type, spec.device_type),
+            "communication_backend_name()": (accelerator.communication_backend_name(), spec.comm_backend),
+            "visible_devices_envs()": (tuple(accelerator.visible_devices_envs()), spec.visible_devices_envs),
+            "device_name()": (accelerator.device_name(), spec.device_type),
+        }
+        problems += [
+            f"{member} is {got!r} but the spec says {want!r}" for member, (got, want) in answers.items() if got != want
+        ]
         expect(not problems, "identity", f"the facts of the spec registered as {spec.name!r}", problems)
 
     @pytest.mark.parametrize("member", PUBLIC_MEMBERS)
