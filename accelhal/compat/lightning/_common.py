@@ -185,7 +185,7 @@ class AccelhalLightningAccelerator:
         single-device run on ``cpu`` and autocasts mixed precision on ``cuda``. Here, before
         the model moves, the single-device strategy's device becomes the backend's and the
         mixed-precision plugin autocasts on the backend's device type (after checking that
-        the backend supports the dtype). A distributed strategy whose process group uses
+        the backend supports the dtype and torch offers autocast there). A distributed strategy whose process group uses
         another backend than :meth:`~accelhal.Accelerator.communication_backend_name` is
         refused (pass :func:`~accelhal.compat.lightning.ddp_strategy`).
         """
@@ -248,6 +248,13 @@ class AccelhalLightningAccelerator:
             raise ConfigurationError(
                 f"precision={plugin.precision!r} needs a dtype the {acc.name} backend does not support "
                 f"({supported}() is False); choose another precision",
+                variable="precision",
+                value=plugin.precision,
+            )
+        if not torch.amp.is_autocast_available(acc.device_type):
+            raise ConfigurationError(
+                f"precision={plugin.precision!r} autocasts, and torch offers no autocast on "
+                f"{acc.device_type!r} (the {acc.name} backend's device type); choose a '-true' precision",
                 variable="precision",
                 value=plugin.precision,
             )
