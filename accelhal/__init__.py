@@ -2,8 +2,8 @@
 
 >>> import accelhal
 >>> acc = accelhal.get_accelerator()
->>> acc.name, acc.current_device_name(), acc.communication_backend_name()
-('cpu', 'cpu:0', 'gloo')
+>>> acc.name, acc.current_device_name(), acc.communication_backend_name()   # on a machine without accelerators
+('cpu', 'cpu', 'gloo')
 
 ``import accelhal`` is free of side effects: it imports neither torch nor any vendor
 package (nor pydantic, pluggy or rich), writes no environment variable and creates no
