@@ -499,7 +499,8 @@ class Accelerator(metaclass=_AcceleratorMeta):
         uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
         Where the backend cannot page-lock (cpu), ``make_copy=True`` returns ``tensor`` itself.
         """
-        check_tensor(tensor, "pin_memory")
+        if not isinstance(tensor, torch.Tensor):  # inline: this is a hot path
+            check_tensor(tensor, "pin_memory")
         if make_copy:
             return self._torch_pin_memory(tensor)
         shape = tuple(tensor.shape) if match_shape else (tensor.numel(),)

@@ -298,11 +298,37 @@ LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
 def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
     """The process's index on its node and the variable it came from; ``None`` when no launcher set one.
 
+    ``LOCAL_RANK`` (torch's, and what :func:`accelhal.distributed.init_process_group` exports
+    for the other launchers) is read on every call; the other launchers' variables, which a
+    launcher sets before the process starts, are read again only when the environment gains
+    or loses a variable. This runs on every ``current_device()`` of the cpu backend.
+
     >>> local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2"})
     (2, 'OMPI_COMM_WORLD_LOCAL_RANK')
     """
-    env = os.environ if environ is None else environ
-    name = _first(env, LOCAL_RANK_VARIABLES)
+    env = _ENVIRON if environ is None else environ
+    raw = env.get("LOCAL_RANK")
+    if raw is not None and raw.strip():
+        return _parse_int(env, "LOCAL_RANK", minimum=0), "LOCAL_RANK"
+    if environ is not None:
+        return _other_local_rank(env)
+    size = len(_ENVIRON_DATA)
+    if _other_memo[0] != size:
+        _other_memo[:] = [size, _other_local_rank(_ENVIRON)]
+    found: tuple[int, str] | None = _other_memo[1]
+    return found
+
+
+_ENVIRON = os.environ
+_ENVIRON_DATA: Mapping[bytes, bytes] = getattr(os.environ, "_data", os.environ)
+"""``os.environ``'s own dict: its length is a C call (``len(os.environ)`` runs Python code)."""
+
+_other_memo: list[object] = [-1, None]
+"""``[the number of environment variables, the other launchers' local rank]`` when last read."""
+
+
+def _other_local_rank(env: Mapping[str, str]) -> tuple[int, str] | None:
+    name = _first(env, LOCAL_RANK_VARIABLES[1:])
     return None if name is None else (_parse_int(env, name, minimum=0), name)
 
 

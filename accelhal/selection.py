@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,8 +51,8 @@ def get_accelerator() -> Accelerator:
     Raises :class:`~accelhal.ConfigurationError` (bad variable),
     :class:`~accelhal.UnknownBackendError` (forced name nobody registers) or
     :class:`~accelhal.BackendUnavailableError` (forced backend unusable here); it
-    never falls back silently. Thread-safe. Once cached, a call is one global read and
-    one comparison (``benchmarks/hot_path.py`` holds it to 1.2x a function returning a global).
+    never falls back silently. Thread-safe. Once an accelerator is cached, the function
+    runs the code of :meth:`_Cached.get_accelerator` (one global read; see :func:`_install`).
 
     >>> import accelhal
     >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators
@@ -61,6 +62,20 @@ def get_accelerator() -> Accelerator:
     if accelerator is None:
         return _select()
     return accelerator
+
+
+class _Cached:
+    """The code ``get_accelerator`` runs while an accelerator is cached (installed by :func:`_install`)."""
+
+    @staticmethod
+    def get_accelerator() -> Accelerator:
+        return _active  # type: ignore[return-value]  # installed only while _active is set
+
+
+_SELECTING_CODE = get_accelerator.__code__
+_CACHED_CODE = _Cached.get_accelerator.__code__.replace(co_name="get_accelerator")
+if sys.version_info >= (3, 11):
+    _CACHED_CODE = _CACHED_CODE.replace(co_qualname="get_accelerator")
 
 
 @_record.record(frozen=True)
@@ -87,9 +102,21 @@ def restore(state: ActiveSelection) -> None:
 
 
 def _install(instance: Accelerator | None, decision: Decision | None) -> None:
-    """The one writer of the selection state. Called with ``_lock`` held."""
+    """The one writer of the selection state (and of ``get_accelerator``'s code). Called with ``_lock`` held.
+
+    DeepSpeed-style code calls ``get_accelerator()`` many times per step. With an accelerator
+    cached, ``get_accelerator`` runs ``_Cached.get_accelerator``'s code: exactly as cheap as a
+    function returning a module global (``benchmarks/hot_path.py``; the selecting body's extra
+    comparison costs ~25%). Every caller holds the same function object, so swapping its
+    code reaches all of them; ``inspect.getsource(get_accelerator)`` shows whichever body runs.
+    """
     global _active, _decision
-    _active, _decision = instance, decision
+    if instance is None:
+        get_accelerator.__code__ = _SELECTING_CODE  # first, so that every new call selects
+        _active, _decision = None, decision
+    else:
+        _active, _decision = instance, decision
+        get_accelerator.__code__ = _CACHED_CODE
 
 
 def set_accelerator(accelerator: Accelerator | str) -> Accelerator:

@@ -89,19 +89,32 @@ def _opcodes(func: Callable[..., Any]) -> list[tuple[str, object]]:
     return [(i.opname, i.argval) for i in dis.get_instructions(func) if i.opname not in ("RESUME", "CACHE")]
 
 
-def test_get_accelerator_source_is_the_code_that_runs() -> None:
-    """No code swapping: what inspect shows is what runs, cached or not."""
+_module_global: object = None
+
+
+def _global_read() -> object:
+    return _module_global
+
+
+def test_cached_get_accelerator_is_exactly_a_global_read_and_its_source_says_so() -> None:
+    """Once cached, get_accelerator runs the instructions of a function returning a module global."""
+    accelhal.reset_accelerator()
+    assert "return _select()" in inspect.getsource(selection.get_accelerator)  # the selecting body
     accelhal.get_accelerator()
+    assert [op for op, _ in _opcodes(selection.get_accelerator)] == [op for op, _ in _opcodes(_global_read)]
     source = inspect.getsource(selection.get_accelerator)
-    assert source.startswith("def get_accelerator()") and "accelerator = _active" in source
-    assert selection.get_accelerator.__code__.co_name == "get_accelerator"
+    assert "def get_accelerator()" in source and "return _active" in source and "_select" not in source
+    assert selection.get_accelerator.__name__ == "get_accelerator"
 
 
-def test_after_reset_get_accelerator_selects_again() -> None:
+def test_after_reset_and_restore_get_accelerator_selects_again() -> None:
     first = accelhal.get_accelerator()
     accelhal.reset_accelerator()
     again = selection.get_accelerator()
     assert again is not None and again is not first
+    empty = selection.ActiveSelection(None, None)
+    selection.restore(empty)
+    assert selection.get_accelerator() is not again  # restored "nothing selected": it selects once more
 
 
 def test_device_name_is_a_literal_per_class_and_validates_indices() -> None:

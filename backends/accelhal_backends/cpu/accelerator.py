@@ -27,6 +27,7 @@ from accelhal import launcher
 from accelhal.arguments import check_device_in_range, check_device_index, check_seed
 from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError
+from accelhal.launcher import local_rank as _local_rank
 from accelhal_backends.cpu import SPEC
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ class CpuAccelerator(Accelerator):
         super().__init__()
         self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
         self._device_index: int | None = None
-        self._peak_rss = 0
+        self._peak_rss = [0]  # a cell, so that the memory calls assign no attribute
         self._numa_nodes: int | None = None
 
     def _check(self, device_index: object, member: str) -> int:
@@ -98,7 +99,7 @@ class CpuAccelerator(Accelerator):
         """
         if self._device_index is not None:
             return self._device_index
-        found = launcher.local_rank()
+        found = _local_rank()
         if found is None:
             return 0
         rank, variable = found
@@ -175,15 +176,17 @@ class CpuAccelerator(Accelerator):
 
     def _peak(self) -> int:
         current = self._rss()
-        self._peak_rss = max(self._peak_rss, current)
-        return self._peak_rss
+        peak = self._peak_rss
+        peak[0] = max(peak[0], current)
+        return peak[0]
 
     def memory_allocated(self, device_index: int | None = None) -> int:
         """The process's resident set size in bytes."""
         if device_index is not None:
             self._check(device_index, "memory_allocated")
         current = self._rss()
-        self._peak_rss = max(self._peak_rss, current)
+        peak = self._peak_rss
+        peak[0] = max(peak[0], current)
         return current
 
     def max_memory_allocated(self, device_index: int | None = None) -> int:
@@ -200,12 +203,12 @@ class CpuAccelerator(Accelerator):
 
     def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
         """Restart peak tracking from the current resident set size."""
-        self._peak_rss = self._rss()
+        self._peak_rss[0] = self._rss()
 
     def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
         """Current and peak resident set size, in torch.cuda's key style."""
         current = self.memory_allocated(device_index)
-        peak = self._peak_rss
+        peak = self._peak_rss[0]
         return {
             "allocated_bytes.all.current": current,
             "allocated_bytes.all.peak": peak,
