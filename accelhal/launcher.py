@@ -320,7 +320,7 @@ def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
 
 
 _ENVIRON = os.environ
-_ENVIRON_DATA: Mapping[bytes, bytes] = getattr(os.environ, "_data", os.environ)
+_ENVIRON_DATA: Mapping[object, object] = getattr(os.environ, "_data", os.environ)
 """``os.environ``'s own dict: its length is a C call (``len(os.environ)`` runs Python code)."""
 
 _other_memo: list[object] = [-1, None]
