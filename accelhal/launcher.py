@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
+from typing import cast
 
 from accelhal.errors import DistributedSetupError
 
@@ -315,12 +316,11 @@ def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
     size = len(_ENVIRON_DATA)
     if _other_memo[0] != size:
         _other_memo[:] = [size, _other_local_rank(_ENVIRON)]
-    found: tuple[int, str] | None = _other_memo[1]
-    return found
+    return cast("tuple[int, str] | None", _other_memo[1])
 
 
 _ENVIRON = os.environ
-_ENVIRON_DATA: Mapping[object, object] = getattr(os.environ, "_data", os.environ)
+_ENVIRON_DATA: Sized = getattr(os.environ, "_data", os.environ)
 """``os.environ``'s own dict: its length is a C call (``len(os.environ)`` runs Python code)."""
 
 _other_memo: list[object] = [-1, None]
