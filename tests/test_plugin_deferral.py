@@ -140,3 +140,10 @@ def test_a_damaged_index_is_ignored_and_rewritten(env: dict[str, str], damage: s
     assert report(env, ACCELHAL_ACCELERATOR="cpu")["chosen"] == "cpu"
     assert "acmeslow" in path.read_text()
     assert report(env, ACCELHAL_ACCELERATOR="cpu")["plugins"]["acmeslow"][0] == "deferred"
+
+
+def test_explain_names_a_deferred_plugins_backend(env: dict[str, str]) -> None:
+    report(env)
+    result = run_accelhal("explain", "acmeslow", "--json", env={**env, "ACCELHAL_ACCELERATOR": "cpu"})
+    assert result.returncode == 0, result.output
+    assert result.json()["outcome"] == "not-probed"
