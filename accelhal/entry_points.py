@@ -21,6 +21,15 @@ default ``~/.cache/accelhal``; files not owned by the current user are ignored).
 directory holds one small file per distinct ``sys.path``; only the 32 most recently
 written are kept.
 
+A cache file is a hint, never trusted blindly: an entry is used only when it could be a
+scan's answer for this ``sys.path`` (a non-empty list of existing distribution
+directories, one per name, each directly in a ``sys.path`` entry, in ``sys.path`` order)
+and every directory it lists still carries the group. Anything else (an empty list, a
+directory that is gone or elsewhere, a distribution that no longer has entry points of
+the group) is ignored, the directories are scanned, and the file is rewritten. A scan
+that finds no distribution is never cached. :mod:`accelhal.plugins` adds one more check:
+an answer without accelhal's own built-in backends is refreshed with ``refresh=True``.
+
 Example::
 
     >>> [ep.value for ep in find("accelhal") if ep.name == "cpu"]
@@ -40,6 +49,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from accelhal._cachefiles import cache_root, read_json, write_json
+
 _FORMAT = 1
 _RACY_SECONDS = 2.0
 _KEEP_FILES = 32
@@ -48,17 +59,23 @@ directory would otherwise grow with every script directory and environment ever 
 _NAME_SEPARATORS = re.compile(r"[-_.]+")
 
 
-def find(group: str) -> list[metadata.EntryPoint]:
-    """Every entry point of ``group``, as ``importlib.metadata.entry_points(group=group)`` lists them."""
+def find(group: str, *, refresh: bool = False) -> list[metadata.EntryPoint]:
+    """Every entry point of ``group``, as ``importlib.metadata.entry_points(group=group)`` lists them.
+
+    ``refresh=True`` ignores the cache file (and rewrites it): for a caller that finds the
+    answer incomplete, for example without the entry points of its own distribution.
+    """
     signature = _signature()
     cache = _cache_file(group, signature) if signature is not None else None
-    if cache is not None and signature is not None:
+    if cache is not None and signature is not None and not refresh:
         directories = _read_cache(cache, signature)
         if directories is not None:
             dists: list[metadata.Distribution] = [metadata.PathDistribution(Path(d)) for d in directories]
-            return _select(dists, group)
+            points = [dist.entry_points.select(group=group) for dist in dists]
+            if all(points):  # each listed distribution still carries the group: the entry is true
+                return [ep for selected in points for ep in selected]
     dists, cacheable = _scan(group)
-    if cache is not None and signature is not None and cacheable and _signature() == signature:
+    if cache is not None and signature is not None and cacheable and dists and _signature() == signature:
         _write_cache(cache, signature, [str(getattr(d, "_path", "")) for d in dists])
     return _select(dists, group)
 
@@ -88,39 +105,47 @@ def _signature() -> list[list[Any]] | None:
 
 
 def _cache_file(group: str, signature: list[list[Any]]) -> Path | None:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    if not os.path.isabs(root):
+    root = cache_root()
+    if root is None:
         return None
     key = hashlib.sha256(json.dumps([_FORMAT, group, [e for e, _ in signature]]).encode()).hexdigest()[:24]
-    return Path(root, "accelhal", f"entry-points-{key}.json")
+    return root / f"entry-points-{key}.json"
 
 
 def _read_cache(path: Path, signature: list[list[Any]]) -> list[str] | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            if hasattr(os, "getuid") and os.fstat(handle.fileno()).st_uid != os.getuid():
-                return None
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return None
+    """The cached directories, or ``None`` unless they are what a scan of this ``sys.path`` could give."""
+    data = read_json(path)
     if not isinstance(data, dict) or data.get("signature") != signature:
         return None
     directories = data.get("directories")
-    if not isinstance(directories, list) or not all(isinstance(d, str) for d in directories):
+    if not isinstance(directories, list) or not directories or not all(isinstance(d, str) for d in directories):
         return None
-    return directories
+    return directories if _plausible(directories, [entry for entry, _ in signature]) else None
+
+
+def _plausible(directories: list[str], path: list[str]) -> bool:
+    """Whether ``directories`` could be a scan's answer for ``path``.
+
+    That is: distribution directories that exist, one per name, each directly in an entry
+    of ``path``, in ``path`` order.
+    """
+    positions = {str(Path(entry)): i for i, entry in reversed(list(enumerate(path)))}
+    last, names = -1, set()
+    for directory in directories:
+        where = Path(directory)
+        position = positions.get(str(where.parent))
+        name = _normalised_name(None, where) if where.suffix in (".dist-info", ".egg-info") else None
+        if position is None or position < last or name is None or name in names or not where.is_dir():
+            return False
+        last = position
+        names.add(name)
+    return True
 
 
 def _write_cache(path: Path, signature: list[list[Any]], directories: list[str]) -> None:
     """Best effort: an unwritable cache only means the next process scans again."""
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps({"signature": signature, "directories": directories}), encoding="utf-8")
-        os.replace(partial, path)
-    except OSError:
-        return
-    _prune(path.parent)
+    if write_json(path, {"signature": signature, "directories": directories}):
+        _prune(path.parent)
 
 
 def _prune(directory: Path, keep: int = _KEEP_FILES) -> None:
@@ -158,10 +183,10 @@ def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
     return found, cacheable
 
 
-def _normalised_name(dist: metadata.Distribution, path: Path | None) -> str:
+def _normalised_name(dist: metadata.Distribution | None, path: Path | None) -> str:
     """The project name as ``importlib.metadata`` compares it (from the directory name when it can)."""
     if path is not None:
         stem, ext = os.path.splitext(path.name)
         if ext in (".dist-info", ".egg-info"):
             return _NAME_SEPARATORS.sub("_", stem.partition("-")[0]).lower()
-    return _NAME_SEPARATORS.sub("_", dist.metadata["Name"] or "").lower()
+    return _NAME_SEPARATORS.sub("_", (dist.metadata["Name"] if dist is not None else None) or "").lower()

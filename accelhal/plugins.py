@@ -4,15 +4,29 @@
 first, then third-party ones in a stable order), applies the allow/block lists and the
 autoload switch, calls each plugin's ``accelhal_register_backends`` hook *separately*
 (so one broken plugin cannot hide another's registrations) and resolves name conflicts.
-Every problem is kept as a :class:`~accelhal.records.Failure`; under ``ACCELHAL_STRICT``
-the first one raises :class:`~accelhal.PluginError` instead.
+Every problem is kept as a :class:`~accelhal.records.Failure`, with the plugin's name and
+the exception's type and message: anything a plugin raises while it is imported or its
+hook runs (``SystemExit`` included) is that plugin's failure, except
+:data:`PASSED_THROUGH`. Discovery always loads every plugin it may; under
+``ACCELHAL_STRICT`` the selection then raises :class:`~accelhal.PluginError` for the first
+failure (:meth:`Registry.strict_error`), so diagnostics still see them all.
+
+With ``wanted`` (a forced backend name), third-party plugins that
+:mod:`accelhal.plugin_index` knows to be irrelevant to that name are *deferred*, not
+imported; :meth:`Registry.load_deferred` imports them when something needs them.
+
+The fallback backend's plugin (built-in ``cpu``) is never held back by a list: naming it
+in ``ACCELHAL_BLOCK_PLUGINS`` is an error, and a name that covers it among others (the
+distribution name ``accelhal``) holds back the others only.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import logging
 import re
 import threading
+import time
 import traceback
 from collections.abc import Iterable
 from typing import Any
@@ -23,14 +37,38 @@ from accelhal import hookspecs
 from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
 from accelhal.errors import ConfigurationError, PluginError
+from accelhal.plugin_index import Index, Registered
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
+from accelhal.text import quote, shorten
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 BUILTIN_DISTRIBUTION = "accelhal"
 FALLBACK_BACKEND = "cpu"
 """The backend that is always registered and always available; it cannot be blocked."""
+PASSED_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, GeneratorExit)
+"""What a plugin's import, hook or probe may raise through accelhal: the user's interrupt and
+a generator's shutdown. Everything else, ``SystemExit`` included, is that plugin's failure."""
+
+
+STEP_LOGGER = "accelhal.discovery"
+"""The logger on which every step that runs a plugin's code is announced, at DEBUG, before it runs
+(``accelhal doctor`` follows it to name the plugin whose step killed or hung a process)."""
+_steps = logging.getLogger(STEP_LOGGER)
+
+
+def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
+    """Log, at DEBUG on :data:`STEP_LOGGER`, that ``plugin``'s code is about to run.
+
+    ``kind`` is ``import`` (the plugin's module and hook), ``probe`` or ``instantiate``
+    (``backend``'s probe or constructor). The record carries ``accelhal_step``:
+    ``[kind, plugin name, backend, plugin source]``.
+    """
+    if _steps.isEnabledFor(logging.DEBUG):
+        where = f" (backend {backend!r})" if backend else ""
+        step = [kind, plugin.name, backend, plugin.source]
+        _steps.debug("%s: plugin %r%s", kind, plugin.name, where, extra={"accelhal_step": step})
 
 
 def _normalise(name: str) -> str:
@@ -41,7 +79,8 @@ def describe_exception(exc: BaseException) -> str:
     """``"ExceptionType: message"`` plus the innermost frame, for reports."""
     frames = traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    message = shorten(str(exc), 500)
+    return f"{type(exc).__name__}{': ' + message if message else ''}{where}"
 
 
 @record
@@ -53,12 +92,52 @@ class Registry:
     failures: list[Failure] = field(default_factory=list)
     manager: pluggy.PluginManager | None = None
     strict: bool = False
+    deferred: list[tuple[metadata.EntryPoint, PluginRecord]] = field(default_factory=list)
+    """Plugins not imported because they do not concern the forced backend (see :meth:`load_deferred`)."""
 
     def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None) -> None:
         """Record a failure, or raise it under strict mode."""
         if self.strict:
             raise PluginError(plugin, stage, detail)
         self.failures.append(Failure(plugin, stage, detail, backend))
+
+    def strict_error(self) -> PluginError | None:
+        """Under strict mode, the error for the first failure of discovery; else ``None``."""
+        if not self.strict or not self.failures:
+            return None
+        first = self.failures[0]
+        more = len(self.failures) - 1
+        detail = first.detail + (f" (and {more} more plugin failure(s); 'accelhal doctor' lists them)" if more else "")
+        return PluginError(first.plugin, first.stage, detail)
+
+    def load_deferred(self) -> bool:
+        """Import the deferred plugins and add their registrations; False when there were none."""
+        if not self.deferred or self.manager is None:
+            return False
+        pending, self.deferred = self.deferred, []
+        strict, self.strict = self.strict, False  # failures are collected, as in discover()
+        try:
+            index = Index()
+            for ep, entry in pending:
+                entry.state, entry.detail = "loaded", ""
+                _load(self, ep, entry, index)
+            _apply_replacements(self)
+            index.save()
+        finally:
+            self.strict = strict
+        return True
+
+    def held_back(self) -> str:
+        """Which settings held which plugins back (``""`` when none did): for "nothing is available" errors."""
+        reasons: dict[str, list[str]] = {}
+        for plugin in self.plugins:
+            if plugin.state in _GATE_VARIABLE:
+                reasons.setdefault(_GATE_VARIABLE[plugin.state], []).append(plugin.name)
+        failed = [p.name for p in self.plugins if p.state == "failed"]
+        parts = [f"{variable} held back {', '.join(names)}" for variable, names in reasons.items()]
+        if failed:
+            parts.append(f"plugin(s) {', '.join(failed)} failed to load")
+        return "; ".join(parts)
 
     def ordered(self) -> list[Registration]:
         """Registrations by descending priority, ties broken by name."""
@@ -69,8 +148,8 @@ class Registry:
         return [r.spec.name for r in self.ordered()]
 
 
-def _entry_points() -> list[metadata.EntryPoint]:
-    points = find_entry_points(ENTRY_POINT_GROUP)  # importlib.metadata's answer, cached across processes
+def _entry_points(refresh: bool = False) -> list[metadata.EntryPoint]:
+    points = find_entry_points(ENTRY_POINT_GROUP, refresh=refresh)  # importlib.metadata's answer, cached
     seen: set[tuple[str, str]] = set()
     unique = []
     for ep in points:  # the same distribution can sit twice on sys.path
@@ -105,8 +184,15 @@ def _record_for(ep: metadata.EntryPoint, identities: dict[str, tuple[str, str]])
     )
 
 
+def is_fallback(record: PluginRecord) -> bool:
+    """Whether ``record`` is the entry point of the fallback backend (built-in ``cpu``), which no list holds back."""
+    return record.builtin and record.name == FALLBACK_BACKEND
+
+
 def _gate(record: PluginRecord, settings: Settings) -> str | None:
     """Why ``record`` must not be loaded under ``settings``, or ``None``."""
+    if is_fallback(record):
+        return None
     names = {record.name.lower(), _normalise(record.distribution)}
     blocked = {_normalise(n) for n in settings.block_plugins} | set(settings.block_plugins)
     if names & blocked:
@@ -127,11 +213,27 @@ _GATE_DETAIL = {
     "autoload-disabled": "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD=1 loads only built-in backends",
     "not-allowed": "not listed in ACCELHAL_PLUGINS",
 }
+_GATE_VARIABLE = {
+    "blocked": "ACCELHAL_BLOCK_PLUGINS",
+    "autoload-disabled": "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
+    "not-allowed": "ACCELHAL_PLUGINS",
+}
 
 
-def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry:
-    """Load the plugins allowed by ``settings`` and collect their backend registrations."""
-    if FALLBACK_BACKEND in settings.block_plugins:
+def discover(
+    settings: Settings,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+    *,
+    wanted: str | None = None,
+    wanted_by: str = "",
+) -> Registry:
+    """Load the plugins allowed by ``settings`` and collect their backend registrations.
+
+    Never raises for a plugin's failure (see :meth:`Registry.strict_error`). ``wanted``, a
+    backend name forced by ``wanted_by``, defers the third-party plugins that
+    :mod:`accelhal.plugin_index` knows do not concern it.
+    """
+    if FALLBACK_BACKEND in settings.block_plugins:  # parsed lists are trimmed and lower-cased
         raise ConfigurationError(
             f"ACCELHAL_BLOCK_PLUGINS lists {FALLBACK_BACKEND!r}, the fallback backend, which cannot be "
             "blocked; to avoid it, force another backend with ACCELHAL_ACCELERATOR",
@@ -140,40 +242,81 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
         )
     manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     manager.add_hookspecs(hookspecs)
-    registry = Registry(manager=manager, strict=settings.strict)
+    registry = Registry(manager=manager)
     identities: dict[str, tuple[str, str]] = {}
-    points = [(ep, _record_for(ep, identities)) for ep in (_entry_points() if entry_points is None else entry_points)]
+    found = _entry_points() if entry_points is None else list(entry_points)
+    points = [(ep, _record_for(ep, identities)) for ep in found]
+    if entry_points is None and not any(is_fallback(entry) for _, entry in points):
+        found = _entry_points(refresh=True)  # a cache that lost accelhal's own distribution is not believed
+        points = [(ep, _record_for(ep, identities)) for ep in found]
     points.sort(key=lambda pr: (not pr[1].builtin, _normalise(pr[1].distribution), pr[1].name))
+    index = Index() if any(not entry.builtin for _, entry in points) else None
     for ep, entry in points:
         registry.plugins.append(entry)
         gate = _gate(entry, settings)
         if gate is not None:
             entry.state, entry.detail = gate, _GATE_DETAIL[gate]
             continue
-        try:
-            plugin = ep.load()
-        except Exception as exc:  # a plugin's import may fail in any way
-            entry.state, entry.detail = "failed", describe_exception(exc)
-            registry.fail(entry.name, "import", entry.detail)
+        known = index.lookup(ep) if index is not None and wanted and not entry.builtin else None
+        if known is not None and not known.concerns(wanted or ""):
+            registered = ", ".join(repr(n) for n in known.backends) or "no backend"
+            entry.state = "deferred"
+            entry.detail = (
+                f"not imported: {wanted_by} forces {wanted!r}; this plugin registered {registered} when last imported"
+            )
+            registry.deferred.append((ep, entry))
             continue
-        try:
-            manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
-        except Exception as exc:  # pluggy's validation of the hook implementations
-            entry.state, entry.detail = "failed", describe_exception(exc)
-            registry.fail(entry.name, "register", entry.detail)
-            continue
-        _collect_backends(registry, manager, plugin, entry)
+        _load(registry, ep, entry, index)
     _apply_replacements(registry)
+    if index is not None:
+        index.save()
+    registry.strict = settings.strict
     return registry
 
 
-def _collect_backends(registry: Registry, manager: pluggy.PluginManager, plugin: Any, record: PluginRecord) -> None:
+def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, index: Index | None) -> None:
+    """Import one plugin, register it with pluggy and collect its backends; its failures are recorded."""
+    assert registry.manager is not None
+    announce_step("import", entry)
+    started = time.perf_counter()
+    try:
+        try:
+            plugin = ep.load()
+        except PASSED_THROUGH:
+            raise
+        except BaseException as exc:  # a plugin's import may fail in any way, sys.exit() included
+            entry.state, entry.detail = "failed", describe_exception(exc)
+            registry.fail(entry.name, "import", entry.detail)
+            return
+        try:
+            registry.manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
+        except Exception as exc:  # pluggy's validation of the hook implementations
+            entry.state, entry.detail = "failed", describe_exception(exc)
+            registry.fail(entry.name, "register", entry.detail)
+            return
+        specs = _collect_backends(registry, registry.manager, plugin, entry)
+    finally:
+        entry.import_seconds = time.perf_counter() - started
+    if index is not None and specs is not None and not entry.builtin:
+        op_builders = any(
+            impl.plugin is plugin for impl in registry.manager.hook.accelhal_register_op_builders.get_hookimpls()
+        )
+        replaces = tuple(s.replaces for s in specs if s.replaces)
+        index.remember(ep, Registered(tuple(s.name for s in specs), replaces, op_builders))
+
+
+def _collect_backends(
+    registry: Registry, manager: pluggy.PluginManager, plugin: Any, record: PluginRecord
+) -> list[BackendSpec] | None:
+    """Call ``plugin``'s hook and add what it registers; the specs it offered, or ``None`` when the hook failed."""
     pending: list[BackendSpec] = []
+    offered: list[BackendSpec] = []
 
     def register(spec: BackendSpec) -> None:
         if not isinstance(spec, BackendSpec):
-            registry.fail(record.name, "register", f"register() takes a BackendSpec, got {spec!r}")
+            registry.fail(record.name, "register", f"register() takes a BackendSpec, got {quote(spec)}")
             return
+        offered.append(spec)
         if spec.contract_version not in SUPPORTED_CONTRACT_VERSIONS:
             registry.fail(
                 record.name,
@@ -190,14 +333,15 @@ def _collect_backends(registry: Registry, manager: pluggy.PluginManager, plugin:
             continue
         try:
             impl.function(register=register)
-        except PluginError:
+        except PASSED_THROUGH:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # a hook may fail in any way, sys.exit() included
             record.state, record.detail = "failed", describe_exception(exc)
             registry.fail(record.name, "register", record.detail)
-            return
+            return None
     for spec in pending:
         _add(registry, spec, record)
+    return offered
 
 
 def _add(registry: Registry, spec: BackendSpec, record: PluginRecord) -> None:
@@ -240,15 +384,17 @@ _registry: Registry | None = None
 _registry_lock = threading.RLock()
 
 
-def registry(settings: Settings | None = None) -> Registry:
+def registry(settings: Settings | None = None, wanted: str | None = None, wanted_by: str = "") -> Registry:
     """The plugin registry of this process, discovered on first use (``settings`` read from the environment).
 
-    This module owns it: selection, the op builders and the CLI all read this one.
+    This module owns it: selection, the op builders and the CLI all read this one. ``wanted``
+    and ``wanted_by`` are :func:`discover`'s, for the first discovery only (a forced backend).
     """
     global _registry
     with _registry_lock:
         if _registry is None:
-            _registry = discover(Settings.from_environ() if settings is None else settings)
+            settings = Settings.from_environ() if settings is None else settings
+            _registry = discover(settings, wanted=wanted, wanted_by=wanted_by)
         return _registry
 
 

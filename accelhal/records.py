@@ -22,8 +22,10 @@ class PluginRecord:
     distribution_version: str
     builtin: bool
     state: str = "loaded"
-    """``loaded``, ``blocked``, ``not-allowed``, ``autoload-disabled`` or ``failed``."""
+    """``loaded``, ``blocked``, ``not-allowed``, ``autoload-disabled``, ``deferred`` or ``failed``."""
     detail: str = ""
+    import_seconds: float | None = None
+    """Wall time of importing the plugin and calling its registration hook; ``None`` when not imported."""
 
     @property
     def source(self) -> str:

@@ -55,8 +55,11 @@ class PluginReport(_Model):
     distribution: str
     distribution_version: str
     builtin: bool
-    state: str = Field(description="loaded, blocked, not-allowed, autoload-disabled or failed")
+    state: str = Field(description="loaded, blocked, not-allowed, autoload-disabled, deferred or failed")
     detail: str
+    import_seconds: float | None = Field(
+        None, description="wall time of importing the plugin and calling its hook; null when not imported"
+    )
 
 
 class FailureReport(_Model):

@@ -172,7 +172,7 @@ def detect() -> DetectionReport:
 
     with _lock:
         if _active is None:
-            with contextlib.suppress(AccelhalError):
+            with contextlib.suppress(Exception):  # the failure is in the decision
                 _select()
         assert _decision is not None
         return DetectionReport.from_decision(_decision)
@@ -183,6 +183,14 @@ registry = plugins.registry
 
 
 # ---------------------------------------------------------------------------- internals
+def _selection_registry(settings: Settings, wanted: str | None = None, wanted_by: str = "") -> plugins.Registry:
+    """The registry for a selection: under strict mode, any plugin failure raises here."""
+    # strict mode imports every plugin, so that every failure is found
+    reg = plugins.registry(settings, wanted=None if settings.strict else wanted, wanted_by=wanted_by)
+    error = reg.strict_error()
+    if error is not None:
+        raise error
+    return reg
 
 
 def _settings_for_forcing(name: str) -> Settings:
@@ -213,7 +221,7 @@ def _select() -> Accelerator:
                 )
             else:
                 decision, instance = _decide_cascade(settings, probed)
-        except AccelhalError as exc:
+        except Exception as exc:  # AccelhalError, or a fault of accelhal's own: either way detect() reports it
             _install(None, _failed_decision(exc, probed))
             raise
         finally:
@@ -223,7 +231,7 @@ def _select() -> Accelerator:
         return instance
 
 
-def _failed_decision(exc: AccelhalError, probed: list[CandidateRecord]) -> Decision:
+def _failed_decision(exc: Exception, probed: list[CandidateRecord]) -> Decision:
     reg = plugins.current_registry()
     return Decision(
         chosen=None,
@@ -248,6 +256,7 @@ def _environment(reg: plugins.Registry | None) -> dict[str, str]:
 def _run_probe(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises."""
     spec = registration.spec
+    plugins.announce_step("probe", registration.plugin, spec.name)
     started = time.perf_counter()
     verdict = _probe_verdict(spec.requires, spec.probe)
     elapsed = time.perf_counter() - started
@@ -271,14 +280,18 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
 
     for module in requires:
         try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError) as exc:
+            found = importlib.util.find_spec(module) is not None  # imports the parents of a dotted name
+        except plugins.PASSED_THROUGH:
+            raise
+        except BaseException as exc:
             return Verdict.broken(f"looking up module {module!r} failed: {plugins.describe_exception(exc)}")
         if not found:
             return Verdict.not_installed(f"module {module!r} is not installed")
     try:
         verdict = probe()
-    except Exception as exc:  # a probe may fail in any way; that is a verdict, not a crash
+    except plugins.PASSED_THROUGH:
+        raise
+    except BaseException as exc:  # a probe may fail in any way, sys.exit() included: a verdict, not a crash
         return Verdict(Status.PROBE_ERROR, f"the probe raised {plugins.describe_exception(exc)}")
     if not isinstance(verdict, Verdict):
         return Verdict(Status.PROBE_ERROR, f"the probe returned {verdict!r}, not a Verdict")
@@ -288,6 +301,7 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
 def _instantiate(registration: Registration) -> Accelerator:
     """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
     spec = registration.spec
+    plugins.announce_step("instantiate", registration.plugin, spec.name)
     try:
         from accelhal.validation import (  # imports torch, which may itself fail to import
             contract_problems,
@@ -295,7 +309,9 @@ def _instantiate(registration: Registration) -> Accelerator:
         )
 
         cls = spec.load_class()
-    except Exception as exc:
+    except plugins.PASSED_THROUGH:
+        raise
+    except BaseException as exc:  # the class's module may fail in any way, sys.exit() included
         raise PluginError(
             registration.plugin.name, "import", f"{spec.accelerator_path}: {plugins.describe_exception(exc)}"
         ) from exc
@@ -304,7 +320,9 @@ def _instantiate(registration: Registration) -> Accelerator:
         raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
     try:
         instance: Accelerator = cls()
-    except Exception as exc:
+    except plugins.PASSED_THROUGH:
+        raise
+    except BaseException as exc:
         raise PluginError(
             registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
         ) from exc
@@ -315,8 +333,10 @@ def _decide_forced(
     settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
 ) -> tuple[Decision, Accelerator]:
     """Resolve a backend forced by name; ``probed`` collects its record even when this raises."""
-    reg = plugins.registry(settings)
+    reg = _selection_registry(settings, name, requested_by)
     registration = reg.backends.get(name)
+    if registration is None and reg.load_deferred():  # the index was out of date: import the rest
+        registration = reg.backends.get(name)
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
         hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
@@ -362,7 +382,7 @@ def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[C
 
 def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[Decision, Accelerator]:
     """Probe every registered backend and take the available one of highest priority."""
-    reg = plugins.registry(settings)
+    reg = _selection_registry(settings)
     records = [_run_probe(registration) for registration in reg.ordered()]
     probed.extend(records)
     chosen: Accelerator | None = None
@@ -382,7 +402,14 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
             record.status, record.reason = Status.INVALID, f"{exc.stage} failed: {exc.detail}"
             reg.fail(exc.plugin, exc.stage, exc.detail, record.name)  # raises under strict mode
     if chosen is None or chosen_record is None:
-        raise BackendUnavailableError("cpu", "no backend is available, not even the cpu fallback")
+        probed_summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records) or "none registered"
+        held_back = reg.held_back()
+        raise BackendUnavailableError(
+            plugins.FALLBACK_BACKEND,
+            "no backend is available, not even the cpu fallback. Probed: "
+            + probed_summary
+            + (f". Held back: {held_back}" if held_back else ""),
+        )
     summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
     summary = summary or "no other backend is registered"
     if chosen.name == plugins.FALLBACK_BACKEND:

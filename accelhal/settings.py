@@ -23,6 +23,7 @@ from accelhal._record import record
 from accelhal.errors import ConfigurationError
 from accelhal.launcher import LAUNCHER_VARIABLES
 from accelhal.spec import NAME_PATTERN
+from accelhal.text import quote, shorten
 
 
 @record(frozen=True)
@@ -68,13 +69,28 @@ VARIABLES: tuple[Variable, ...] = (
         "comma-separated names",
         "unset (none)",
         "Deny-list of plugins, by entry-point or distribution name; built-ins other than cpu may be "
-        "blocked too (cpu is the fallback and cannot be).",
+        "blocked too. cpu is the fallback and cannot be: naming it is an error, and the distribution name "
+        "'accelhal' blocks the other built-ins only.",
     ),
     Variable(
         "ACCELHAL_STRICT",
         "boolean",
         "0",
         "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
+    ),
+    Variable(
+        "ACCELHAL_DOCTOR_TIMEOUT",
+        "seconds",
+        "60",
+        "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
+        "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
+    ),
+    Variable(
+        "ACCELHAL_SLOW_PLUGIN_SECONDS",
+        "seconds",
+        "2",
+        "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
+        "probe takes longer than this (measured in doctor's child process, after import torch).",
     ),
     Variable(
         "ACCELHAL_OPS_CACHE",
@@ -155,7 +171,7 @@ def parse_bool(variable: str, raw: str | None) -> bool:
     if value in _FALSE:
         return False
     raise ConfigurationError(
-        f"{variable}={raw!r} is not a boolean; use 1/true/yes/on or 0/false/no/off",
+        f"{variable}={quote(raw)} is not a boolean; use 1/true/yes/on or 0/false/no/off",
         variable=variable,
         value=raw,
     )
@@ -176,9 +192,11 @@ def parse_backend_name(variable: str, raw: str | None) -> str | None:
         value = "xpu"
     if not NAME_PATTERN.fullmatch(value):
         stray = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c == "_"))})
-        detail = f"contains {', '.join(repr(c) for c in stray)}" if stray else "is not a valid name"
+        detail = f"contains {shorten(', '.join(repr(c) for c in stray))}" if stray else "is not a valid name"
+        if not stray and len(value) > 32:
+            detail = f"is {len(value)} characters long (a name has at most 32)"
         raise ConfigurationError(
-            f"{variable}={raw!r} {detail}; a backend name is one word of lowercase letters, digits "
+            f"{variable}={quote(raw)} {detail}; a backend name is one word of lowercase letters, digits "
             "and '_' (for example 'cuda' or 'cpu'); only one backend can be forced",
             variable=variable,
             value=raw,
@@ -193,7 +211,7 @@ def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
     names = [part.strip().lower() for part in raw.split(",")]
     if any(not name for name in names):
         raise ConfigurationError(
-            f"{variable}={raw!r} has an empty entry; give plugin names separated by single commas",
+            f"{variable}={quote(raw)} has an empty entry; give plugin names separated by single commas",
             variable=variable,
             value=raw,
         )
@@ -248,7 +266,7 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
         value = float("nan")
     if not value > 0 or value == float("inf"):
         raise ConfigurationError(
-            f"{variable}={raw!r} is not a positive number of seconds (for example 600)",
+            f"{variable}={quote(raw)} is not a positive number of seconds (for example 600)",
             variable=variable,
             value=raw,
         )

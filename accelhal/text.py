@@ -1,20 +1,26 @@
-"""Text for messages: values shortened so that an error stays readable whatever it quotes."""
+"""Text helpers shared by every layer (this module imports nothing of accelhal's).
+
+Messages echo what they were given (a variable's value, an argument's ``repr``), and a
+value may be huge: a 10,000-character ``ACCELHAL_ACCELERATOR``, a tensor's ``repr``.
+:func:`shorten` keeps a message to a readable length and says how much it left out.
+
+Example::
+
+    >>> shorten("x" * 100, limit=10)
+    'xxxxxxxxxx... (90 more characters)'
+"""
 
 from __future__ import annotations
 
-LIMIT = 80
-"""The longest quoted value a message shows whole."""
+SHORTEN_LIMIT = 80
+"""The default number of characters :func:`shorten` keeps."""
 
 
-def shorten(text: str, limit: int = LIMIT) -> str:
-    """``text`` cut to ``limit`` characters, saying how many were left out.
-
-    >>> shorten("x" * 100, 10)
-    'xxxxxxxxxx... (90 more characters)'
-    """
+def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, followed by the number of characters left out."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
-def quote(value: object, limit: int = LIMIT) -> str:
-    """``repr(value)``, shortened."""
+def quote(value: object, limit: int = SHORTEN_LIMIT) -> str:
+    """``repr(value)``, shortened: how a message quotes a value it was given."""
     return shorten(repr(value), limit)

@@ -6,6 +6,8 @@ import importlib
 import importlib.metadata as metadata
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -168,3 +170,70 @@ def test_the_cache_directory_keeps_only_the_most_recent_files(cache_home: Path, 
     assert not (directory / "entry-points-stale00.json").exists()  # the oldest went
     assert (directory / "entry-points-stale39.json").exists()  # the newest stale one stayed
     assert any(not p.name.startswith("entry-points-stale") for p in kept)  # and the file just written
+
+
+def poison(path: Path, directories: object) -> None:
+    """Keep the file's signature (so it looks current) but replace what it says."""
+    data = json.loads(path.read_text())
+    data["directories"] = directories
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "directories",
+    [
+        [],
+        ["/nonexistent/acme_one-1.0.dist-info"],
+        ["{elsewhere}/acme_one-1.0.dist-info"],  # a real distribution, but not in a sys.path entry
+        ["{site}/acme_one-1.0.dist-info", "{site}/acme_one-1.0.dist-info"],  # twice
+        ["{site}/acme_none-1.0.dist-info"],  # exists, but carries no entry point of the group
+        ["{site}/acme_one-1.0.dist-info", "{first}/acme_two-1.0.dist-info"],  # not in sys.path order
+        "{site}",  # not a list
+    ],
+    ids=["empty", "missing", "elsewhere", "twice", "no-group", "out-of-order", "not-a-list"],
+)
+def test_a_well_formed_but_wrong_entry_is_ignored_and_rewritten(
+    cache_home: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directories: list[str] | str
+) -> None:
+    first = tmp_path / "first"
+    make_dist(first, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
+    monkeypatch.syspath_prepend(str(first))
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    make_dist(site, "acme-none", "1.0", "[console_scripts]\nnone = acme_none:main\n")
+    make_dist(tmp_path / "elsewhere", "acme-one", "1.0", "[accelhal]\nstray = acme_stray\n")
+    for path in (first, site):
+        age(path)
+    importlib.invalidate_caches()
+    expected = reference("accelhal")
+    assert as_tuples(find("accelhal")) == expected
+    (path,) = cache_files(cache_home)
+    good = json.loads(path.read_text())["directories"]
+    fill = {"site": site, "elsewhere": tmp_path / "elsewhere", "first": first}
+    poison(
+        path, directories.format(**fill) if isinstance(directories, str) else [d.format(**fill) for d in directories]
+    )
+    assert as_tuples(find("accelhal")) == expected
+    assert json.loads(path.read_text())["directories"] == good
+
+
+@pytest.mark.parametrize("keep", ["nothing", "only-the-plugin"])
+def test_an_entry_without_accelhal_itself_cannot_break_selection_in_a_fresh_process(
+    cache_home: Path, site: Path, keep: str
+) -> None:
+    """Before, every later process failed with 'no backend is available, not even the cpu fallback'."""
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one_not_installed\n")
+    age(site)
+    code = "import accelhal; print(accelhal.get_accelerator().name)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELHAL_")}
+    env.update(XDG_CACHE_HOME=str(cache_home), PYTHONPATH=str(site))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert first.stdout.split() == ["cpu"], first.stderr
+    written = cache_files(cache_home)
+    assert written
+    for path in written:
+        good = json.loads(path.read_text())["directories"]
+        assert any("acme_one" in d for d in good)
+        poison(path, [d for d in good if "acme_one" in d] if keep == "only-the-plugin" else [])
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    assert again.returncode == 0 and again.stdout.split() == ["cpu"], again.stderr
+    assert all(len(json.loads(p.read_text())["directories"]) == len(good) for p in written)  # the real answer again

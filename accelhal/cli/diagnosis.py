@@ -5,13 +5,20 @@
 :class:`~accelhal.cli.models.Problem` objects with a stable ``code``:
 
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
-``forced-unavailable``, ``selection-failed``, ``plugin-failed``, ``backend-broken``,
+``plugin-crashed``, ``plugin-hung``, ``discovery-crashed``, ``forced-unavailable``,
+``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
 ``devices-hidden``, ``devices-missing``, ``torch-disagrees``.
 
-No check creates a device context: ``import torch`` is tried in a child process first
-(a broken vendor extension can make it fail through torch's backend autoload), device
-counts come from the selection's probes and ``device_count()``, and
-``torch.accelerator`` is asked only through calls that do not initialise a device.
+Discovery runs in a child process first (:mod:`accelhal.cli.guard`): ``import torch``,
+then the selection and every plugin, each plugin step with a time limit
+(``ACCELHAL_DOCTOR_TIMEOUT``). A plugin that ends that process (``os._exit()``, a native
+crash) or hangs is named, with the block that avoids it, and the checks after it run in
+this process with it blocked. The child's figures (taken after ``import torch``) are
+those ``plugin-slow`` compares with ``ACCELHAL_SLOW_PLUGIN_SECONDS``.
+
+No check creates a device context: device counts come from the selection's probes and
+``device_count()``, and ``torch.accelerator`` is asked only through calls that do not
+initialise a device.
 
 Example::
 
@@ -29,10 +36,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from accelhal.cli.guard import Outcome, run_guarded
 from accelhal.cli.models import DoctorOutput, Problem
 from accelhal.errors import ConfigurationError
 from accelhal.report import DetectionReport
-from accelhal.settings import Settings, parse_backend_name
+from accelhal.settings import Settings, parse_backend_name, parse_seconds
 from accelhal.spec import Status
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none", "nodevfiles"})
@@ -42,6 +50,11 @@ OVERRIDE_RULES = frozenset({"ACCELHAL_ACCELERATOR", "DS_ACCELERATOR", "set_accel
 """Selection rules by which a user chose the backend on purpose."""
 
 _AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+_BLOCK = "ACCELHAL_BLOCK_PLUGINS"
+DOCTOR_TIMEOUT = 60.0
+"""Default of ``ACCELHAL_DOCTOR_TIMEOUT``: seconds one plugin step may take in the discovery child."""
+SLOW_PLUGIN_SECONDS = 2.0
+"""Default of ``ACCELHAL_SLOW_PLUGIN_SECONDS``: a plugin import or probe slower than this is a warning."""
 
 
 @dataclass
@@ -52,22 +65,39 @@ class Context:
     settings: Settings | None = None
     report: DetectionReport | None = None
     torch_imports: bool = True
+    discovery_survives: bool = True
+    """False when discovery ends or hangs the process for a reason no block can avoid."""
+    guard: Outcome | None = None
+    step_limit: float = DOCTOR_TIMEOUT
+    slow_seconds: float = SLOW_PLUGIN_SECONDS
     problems: list[Problem] = field(default_factory=list)
+
+
+def _bad_variable(ctx: Context, exc: ConfigurationError) -> None:
+    variable = exc.variable or "an accelhal variable"
+    ctx.problems.append(
+        Problem(
+            code="bad-variable",
+            title=f"{variable} has an invalid value",
+            detail=str(exc),
+            fix=f"unset {variable} or give it a valid value (see the message)",
+        )
+    )
 
 
 def _check_settings(ctx: Context) -> None:
     try:
         ctx.settings = Settings.from_environ(ctx.environ)
     except ConfigurationError as exc:
-        variable = exc.variable or "an accelhal variable"
-        ctx.problems.append(
-            Problem(
-                code="bad-variable",
-                title=f"{variable} has an invalid value",
-                detail=str(exc),
-                fix=f"unset {variable} or give it a valid value (see the message)",
-            )
-        )
+        _bad_variable(ctx, exc)
+    for variable, default, attribute in (
+        ("ACCELHAL_DOCTOR_TIMEOUT", DOCTOR_TIMEOUT, "step_limit"),
+        ("ACCELHAL_SLOW_PLUGIN_SECONDS", SLOW_PLUGIN_SECONDS, "slow_seconds"),
+    ):
+        try:
+            setattr(ctx, attribute, parse_seconds(variable, ctx.environ.get(variable), default))
+        except ConfigurationError as exc:
+            _bad_variable(ctx, exc)
 
 
 def _check_override_conflict(ctx: Context) -> None:
@@ -115,8 +145,10 @@ def _torch_backend_culprits(env: dict[str, str]) -> list[str]:
 
 
 def _check_torch_import(ctx: Context) -> None:
-    ok, error = _imports_torch(ctx.environ)
-    if ok:
+    """Run the guarded discovery child (its first step is ``import torch``) and judge that import."""
+    ctx.guard = run_guarded(ctx.environ, ctx.step_limit)
+    error = ctx.guard.torch_error
+    if error is None:
         return
     ctx.torch_imports = False
     autoload_on = ctx.environ.get(_AUTOLOAD, "1") == "1"
@@ -143,12 +175,113 @@ def _check_torch_import(ctx: Context) -> None:
     )
 
 
+_STAGE_PHRASES = {"import": "being imported", "probe": "probing", "instantiate": "constructing"}
+"""How a plugin step reads in a sentence (``"... while the plugin was being imported"``)."""
+
+
+def _block_value(environ: dict[str, str], names: list[str]) -> str:
+    listed = [n.strip() for n in environ.get(_BLOCK, "").split(",") if n.strip()]
+    return ",".join([*listed, *(n for n in names if n not in listed)])
+
+
+def _check_isolation(ctx: Context) -> None:
+    """Name each plugin that ended or hung the discovery child; later checks run with them blocked.
+
+    Sets ``ACCELHAL_BLOCK_PLUGINS`` in ``os.environ`` for the checks that follow
+    (:func:`diagnose` restores it), so that they cannot end this process the same way.
+    """
+    from accelhal.plugins import FALLBACK_BACKEND
+
+    guard = ctx.guard
+    if guard is None or not ctx.torch_imports:
+        return
+    block = f"export {_BLOCK}={_block_value(ctx.environ, guard.blocked)}"
+    for fault in guard.faults:
+        phrase = _STAGE_PHRASES.get(fault.stage, fault.stage)
+        if fault.backend:
+            phrase += f" backend {fault.backend!r}"
+        if fault.hung:
+            happened = f"got no further in {ctx.step_limit:g} s (ACCELHAL_DOCTOR_TIMEOUT)"
+        else:
+            happened = f"ended with {fault.how}"
+        last = f" Its last output: {fault.output}" if fault.output else ""
+        if fault.plugin == FALLBACK_BACKEND:
+            fix = "the cpu fallback cannot be blocked: repair the torch installation (see the output)"
+        else:
+            fix = f"block it: {block} (or repair or uninstall {fault.source})"
+            fix += "; the checks below ran with it blocked" if guard.completed else ""
+        ctx.problems.append(
+            Problem(
+                code="plugin-hung" if fault.hung else "plugin-crashed",
+                title=f"plugin {fault.plugin!r} {'hangs' if fault.hung else 'ends the process'} while {phrase}",
+                detail=f"{fault.source}: a child process running discovery {happened} while the plugin was "
+                f"{phrase}. In-process selection cannot survive this: every program using accelhal here would "
+                f"{'hang' if fault.hung else 'end'} the same way.{last}",
+                fix=fix,
+            )
+        )
+    if guard.blocked:
+        os.environ[_BLOCK] = _block_value(ctx.environ, guard.blocked)
+    ctx.discovery_survives = guard.completed
+    if guard.unexplained is not None:
+        ctx.problems.append(
+            Problem(
+                code="discovery-crashed",
+                title="discovery ends the process outside any plugin's code",
+                detail=guard.unexplained,
+                fix="run 'python -X faulthandler -c \"import accelhal; accelhal.get_accelerator()\"' to see where, "
+                "and report it to accelhal",
+            )
+        )
+
+
+def _check_slow_plugins(ctx: Context) -> None:
+    """Warn about plugin imports and probes slower than ``ACCELHAL_SLOW_PLUGIN_SECONDS`` (the child's figures)."""
+    answer = ctx.guard.answer if ctx.guard is not None else {}
+    over = f"over ACCELHAL_SLOW_PLUGIN_SECONDS={ctx.slow_seconds:g}"
+    slow: list[tuple[str, str, str]] = []
+    for name, seconds in answer.get("plugins", []):
+        if seconds is not None and seconds > ctx.slow_seconds:
+            slow.append(
+                (
+                    f"plugin {name!r} takes {seconds:.1f} s to import",
+                    f"importing the plugin and calling its registration hook took {seconds:.2f} s ({over}); every "
+                    "program using accelhal pays it at its first get_accelerator(), unless it forces another backend",
+                    "ask its maintainers to keep the registration module free of heavy imports (name the "
+                    f"accelerator class lazily, as 'module:Class'), or block it: {_BLOCK}={name}",
+                )
+            )
+    for backend, plugin, seconds in answer.get("candidates", []):
+        if seconds is not None and seconds > ctx.slow_seconds:
+            slow.append(
+                (
+                    f"backend {backend!r} takes {seconds:.1f} s to probe",
+                    f"the probe of {backend!r} (plugin {plugin!r}) took {seconds:.2f} s after import torch ({over}); "
+                    "every selection that reaches it pays it",
+                    f"force the backend you use with ACCELHAL_ACCELERATOR, or block the plugin: {_BLOCK}={plugin}",
+                )
+            )
+    for title, detail, fix in slow:
+        ctx.problems.append(Problem(code="plugin-slow", severity="warning", title=title, detail=detail, fix=fix))
+
+
+def _check_launcher(ctx: Context) -> None:
+    """The local rank and size as the backends read them: a value they reject is a problem now, not later."""
+    from accelhal import launcher
+
+    try:
+        launcher.local_rank(ctx.environ)
+        launcher.local_size(ctx.environ)
+    except ConfigurationError as exc:
+        _bad_variable(ctx, exc)
+
+
 def _check_selection(ctx: Context) -> None:
     from accelhal.plugins import describe_exception
     from accelhal.selection import detect
 
-    if not ctx.torch_imports:
-        return  # selection needs torch; the torch problem above is the one to fix first
+    if not ctx.torch_imports or not ctx.discovery_survives:
+        return  # selection needs torch, and must not end this process: the problem above comes first
     try:
         ctx.report = report = detect()
     except Exception as exc:  # the doctor reports a crash deep inside selection, it does not repeat it
@@ -164,7 +297,19 @@ def _check_selection(ctx: Context) -> None:
     if report.error is None or ctx.settings is None:
         return  # a bad variable is already reported
     forced = ctx.settings.accelerator
-    if forced is not None:
+    if ctx.settings.strict and report.error.startswith("PluginError:"):
+        failed = list(dict.fromkeys(f.plugin for f in report.failures))
+        ctx.problems.append(
+            Problem(
+                code="selection-failed",
+                title="ACCELHAL_STRICT=1 stops selection: a plugin failed",
+                detail=f"{report.error}. Under strict mode any plugin failure is an error; every failure is "
+                f"listed below ({len(report.failures)} in all)",
+                fix=f"repair or block the failing plugin(s): export {_BLOCK}={_block_value(ctx.environ, failed)}, "
+                "or unset ACCELHAL_STRICT to have them reported and skipped",
+            )
+        )
+    elif forced is not None:
         from accelhal.selection import registry
 
         variable = ctx.settings.accelerator_variable
@@ -188,7 +333,7 @@ def _check_selection(ctx: Context) -> None:
                 code="selection-failed",
                 title="no backend could be selected",
                 detail=report.error,
-                fix="see the plugin problems above; 'accelhal list' shows every backend's verdict",
+                fix="see the plugin problems listed with this one; 'accelhal list' shows every backend's verdict",
             )
         )
 
@@ -320,8 +465,11 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
     ("settings", _check_settings),
     ("override-conflict", _check_override_conflict),
     ("torch-import", _check_torch_import),
+    ("isolation", _check_isolation),
+    ("launcher", _check_launcher),
     ("selection", _check_selection),
     ("plugins", _check_plugins),
+    ("slow-plugins", _check_slow_plugins),
     ("visible-devices", _check_visible_devices),
     ("torch-accelerator", _check_torch_accelerator),
 )
@@ -331,7 +479,13 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
 def diagnose() -> DoctorOutput:
     """Run every check against this process's environment and selection."""
     ctx = Context(environ=dict(os.environ))
-    for _, check in CHECKS:
-        check(ctx)
+    try:
+        for _, check in CHECKS:
+            check(ctx)
+    finally:  # _check_isolation may have blocked plugins for the checks after it
+        os.environ.pop(_BLOCK, None)
+        if _BLOCK in ctx.environ:
+            os.environ[_BLOCK] = ctx.environ[_BLOCK]
     chosen = ctx.report.chosen if ctx.report else None
-    return DoctorOutput(healthy=not ctx.problems, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])
+    healthy = not any(p.severity == "error" for p in ctx.problems)
+    return DoctorOutput(healthy=healthy, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])

@@ -4,7 +4,8 @@ The answer is one of :class:`~accelhal.cli.models.Outcome`: not installed, no de
 broken, replaced (another package answers for its device module), probe error (with the
 exception), invalid, blocked, plugin failed, lower priority, not probed (an override chose
 another), selection failed, or unknown (with the names that are known). An unknown name is
-a user mistake: exit status 2.
+a user mistake: exit status 2; otherwise the status is 1 when selection failed (whichever
+backend is explained), else 0.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from accelhal.cli.models import ExplainOutput, Outcome
 from accelhal.plugins import Registry
 from accelhal.report import CandidateReport, DetectionReport
 from accelhal.spec import Status
+from accelhal.text import quote
 
 _STATUS_OUTCOMES: dict[Status, Outcome] = {
     Status.NOT_INSTALLED: Outcome.NOT_INSTALLED,
@@ -38,7 +40,12 @@ _OUTCOME_PHRASES: dict[Outcome, str] = {
 }
 """How ``explain`` says each outcome in a sentence (``'cuda' is installed but sees no device: ...``)."""
 
-_EXIT_STATUS: dict[Outcome, int] = {Outcome.UNKNOWN: 2, Outcome.SELECTION_FAILED: 1}
+
+def exit_status(output: ExplainOutput) -> int:
+    """2 for an unknown ``NAME``; 1 when selection failed (whatever ``NAME`` is); else 0."""
+    if output.outcome is Outcome.UNKNOWN:
+        return 2
+    return 1 if output.active is None else 0
 
 
 NAME = "explain"
@@ -101,9 +108,9 @@ def _explain_unregistered(name: str, report: DetectionReport, known: list[str]) 
         name=name,
         active=report.chosen,
         outcome=Outcome.UNKNOWN,
-        summary=f"no installed plugin registers a backend named {name!r}",
+        summary=f"no installed plugin registers a backend named {quote(name)}",
         details=[f"known backends: {', '.join(known)}", *(f"plugin not loaded: {h}" for h in held_back)],
-        hint=f"install the distribution that provides {name!r}, or use one of: {', '.join(known)}",
+        hint=f"install the distribution that provides {quote(name)}, or use one of: {', '.join(known)}",
         known=known,
     )
 
@@ -122,7 +129,19 @@ def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outco
 
 
 def explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
-    """Why ``name`` (or the active backend, when ``None``) is or is not the active backend."""
+    """Why ``name`` (or the active backend, when ``None``) is or is not the active backend.
+
+    When selection failed, the details end with every plugin failure (strict mode stops at
+    the first, but all are shown).
+    """
+    output = _explain(name, report, registry)
+    if report.chosen is not None or not report.failures:
+        return output
+    failures = [f"plugin {f.plugin!r} failed at {f.stage}: {f.detail}" for f in report.failures]
+    return output.model_copy(update={"details": [*output.details, *failures]})
+
+
+def _explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
     known = registry.names()
     if name is None or name == report.chosen:
         return _explain_active(report, known)
@@ -156,7 +175,10 @@ def run(args: argparse.Namespace) -> int:
     from accelhal.selection import detect, registry
 
     name = args.name.strip().lower() if args.name is not None else None
-    output = explain(name, detect(), registry())
+    report, known = detect(), registry()
+    if name is not None and name not in known.backends:
+        known.load_deferred()  # a plugin not imported under a forced backend may provide it
+    output = explain(name, report, known)
     if args.json:
         render.print_json(output)
     else:
@@ -169,4 +191,4 @@ def run(args: argparse.Namespace) -> int:
             render.field(out, "hint", output.hint)
         if output.active and output.active != output.name:
             render.field(out, "active backend", output.active)
-    return _EXIT_STATUS.get(output.outcome, 0)
+    return exit_status(output)

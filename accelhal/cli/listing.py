@@ -42,7 +42,9 @@ def backend_entries(report: DetectionReport, registry: Registry) -> list[Backend
                 source=registration.plugin.source,
                 plugin=registration.plugin.name,
                 status=Status.NOT_PROBED,
-                reason=f"not probed: {report.explanation}",
+                reason="not probed: selection stopped first"
+                if report.chosen is None
+                else f"not probed: {report.explanation}",
                 probe_seconds=None,
                 comm_backend=spec.comm_backend,
                 visible_devices_envs=list(spec.visible_devices_envs),

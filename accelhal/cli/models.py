@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import enum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,10 +90,13 @@ class Problem(_Output):
     title: str
     detail: str
     fix: str
+    severity: Literal["error", "warning"] = Field(
+        default="error", description="'warning': worth fixing, but nothing fails because of it (doctor still exits 0)"
+    )
 
 
 class DoctorOutput(_Output):
-    """``accelhal doctor --json``: healthy when ``problems`` is empty (exit status 0)."""
+    """``accelhal doctor --json``: healthy (exit status 0) when no problem is an error; warnings may remain."""
 
     healthy: bool
     active: str | None

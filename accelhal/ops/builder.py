@@ -220,17 +220,25 @@ class OpBuilder:
         directory.mkdir(parents=True, exist_ok=True)
         settings = OpsSettings.from_environ()
         with BuildLock(str(directory / cache.LOCK), timeout=settings.lock_timeout, stale_after=settings.lock_stale):
-            module = self._load_finished(directory)  # another process built it while we waited
+            module = self._load_finished(directory, warn=False)  # another process built it while we waited
             if module is None:
                 module = self._build(directory, verbose)
         return module
 
-    def _load_finished(self, directory: Path) -> ModuleType | None:
+    def _load_finished(self, directory: Path, warn: bool = True) -> ModuleType | None:
+        """The finished build in ``directory``; ``None`` when there is none, or one that must be built again."""
         key = str(directory)
         if key in _loaded:
             return _loaded[key]
         manifest = cache.read_manifest(directory)
         if manifest is None:
+            return None
+        problem = cache.module_problem(manifest)
+        if problem is not None:  # loading it could crash the process: build it again instead
+            if warn:
+                logger.warning(
+                    "accelhal: the cached build of op %r in %s %s; building it again", self.name, key, problem
+                )
             return None
         import torch  # noqa: F401  (the extension links against torch's libraries)
 
@@ -238,7 +246,10 @@ class OpBuilder:
             module = cache.import_extension(manifest["module_name"], manifest["module_file"])
         except ImportError as exc:
             raise OpBuildError(
-                self.name, self.backend, f"the built module does not import: {exc}", build_directory=key
+                self.name,
+                self.backend,
+                f"the built module does not import: {exc}; delete the build directory to build it again",
+                build_directory=key,
             ) from exc
         _loaded[key] = module
         return module
@@ -247,7 +258,7 @@ class OpBuilder:
         """Compile under our lock; torch's own baton in ``directory`` can only be a stale one."""
         from torch.utils import cpp_extension
 
-        (directory / cache.TORCH_BATON).unlink(missing_ok=True)
+        cache.clear(directory)  # a rejected build's files (and torch's stale baton) must not be reused
         versioner = getattr(cpp_extension, "JIT_EXTENSION_VERSIONER", None)
         if versioner is not None:  # our directory is keyed already; torch's renaming would only confuse
             versioner.entries.pop(self.name, None)

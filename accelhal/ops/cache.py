@@ -5,8 +5,14 @@ Each build lives in ``<root>/<op name>-<key>``, where ``<root>`` is
 every build input (source and header contents, flags, the relevant environment, and the
 torch, accelhal and Python versions): a change to any of them is a new directory, never
 a stale module. A finished build writes ``build.json`` (the manifest) last and
-atomically, so a directory with a manifest holds a complete, importable module and a
-later process loads it without taking the build lock or running a compiler.
+atomically, so a directory with a manifest holds a complete module and a later process
+loads it without taking the build lock or running a compiler.
+
+The manifest records the module file's size and sha256. Before a module is loaded its
+file is checked against them (:func:`module_problem`): a file truncated, zeroed or
+replaced since the build would crash the process that loads it (``SIGBUS``,
+``SIGSEGV``) or fail to import forever, so it is never loaded; the builder warns, naming
+the directory, and builds it again.
 """
 
 from __future__ import annotations
@@ -76,9 +82,47 @@ def write_atomically(path: str | Path, text: str) -> None:
 
 
 def write_manifest(directory: str | Path, module: ModuleType, inputs: Mapping[str, Any]) -> None:
-    """Record a finished build: the module's name and file, and the inputs it was built from."""
-    manifest = {"module_name": module.__name__, "module_file": module.__file__, "inputs": inputs}
+    """Record a finished build: the module's name, file, size and sha256, and the inputs it was built from."""
+    path = str(module.__file__)
+    manifest = {
+        "module_name": module.__name__,
+        "module_file": path,
+        "module_size": os.path.getsize(path),
+        "module_sha256": file_digest(path),
+        "inputs": inputs,
+    }
     write_atomically(Path(directory) / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True, default=str))
+
+
+def module_problem(manifest: Mapping[str, Any]) -> str | None:
+    """Why the module file of ``manifest`` must not be loaded (it is not the file that was built), or ``None``."""
+    path = str(manifest.get("module_file", ""))
+    size, digest = manifest.get("module_size"), manifest.get("module_sha256")
+    if not isinstance(size, int) or not isinstance(digest, str):
+        return "records no checksum of its module (an older build)"
+    try:
+        actual = os.path.getsize(path)
+        if actual != size:
+            return f"holds a module of {actual} bytes where {size} were built"
+        if file_digest(path) != digest:
+            return "holds a module whose sha256 differs from the one recorded at build time"
+    except OSError as exc:
+        return f"holds a module that cannot be read ({exc})"
+    return None
+
+
+def clear(directory: str | Path, keep: Iterable[str] = (LOCK,)) -> None:
+    """Delete everything in ``directory`` but the names in ``keep`` (files are unlinked, never rewritten)."""
+    import shutil
+
+    kept = set(keep)
+    for entry in Path(directory).iterdir():
+        if entry.name in kept:
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def import_extension(name: str, path: str | Path) -> ModuleType:

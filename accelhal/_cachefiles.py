@@ -1,0 +1,44 @@
+"""Small JSON files under accelhal's cache directory, read with suspicion and written atomically.
+
+The directory is ``$XDG_CACHE_HOME/accelhal`` (default ``~/.cache/accelhal``). A file
+is only a hint: :func:`read_json` answers ``None`` for anything it cannot trust (missing,
+unreadable, not JSON, not owned by the current user), and a writer that fails only costs
+the next process the work the file would have saved. Callers check what the data says
+against the world before using it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def cache_root() -> Path | None:
+    """accelhal's cache directory, or ``None`` when ``XDG_CACHE_HOME`` is not an absolute path."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root, "accelhal") if os.path.isabs(root) else None
+
+
+def read_json(path: Path) -> Any:
+    """The JSON value in ``path``, or ``None`` when it is missing, damaged or someone else's."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if hasattr(os, "getuid") and os.fstat(handle.fileno()).st_uid != os.getuid():
+                return None
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: Any) -> bool:
+    """Write ``data`` to ``path`` through a temporary file and a rename; False when it could not."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(partial, path)
+    except (OSError, TypeError, ValueError):
+        return False
+    return True

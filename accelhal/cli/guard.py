@@ -1,0 +1,223 @@
+"""Discovery in a child process, for ``accelhal doctor``: survive the faults a process cannot.
+
+In-process selection contains every exception a plugin raises (``SystemExit``
+included), but not a plugin that ends the process (``os._exit()``, a native crash such
+as a segmentation fault) or never returns (a hang). :func:`run_guarded` runs what a
+program would run (``import torch``, then :func:`accelhal.detect`, then every deferred
+plugin) in a child interpreter with the same ``sys.path`` and environment, and follows
+the steps it announces on :data:`accelhal.plugins.STEP_LOGGER`. When the child dies or a
+plugin step outlives its limit (``ACCELHAL_DOCTOR_TIMEOUT``), the step that was running
+names the plugin; the child is run again with that plugin blocked, until discovery
+completes or a fault is not a plugin's. Each :class:`Fault` says which plugin to block
+and how.
+
+Example::
+
+    >>> outcome = run_guarded(dict(os.environ), step_limit=60.0)
+    >>> outcome.faults, outcome.completed
+    ([], True)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+STEP_PREFIX = "accelhal-doctor-step "
+RESULT_PREFIX = "accelhal-doctor-result "
+SETUP_LIMIT = 300.0
+"""Seconds allowed to the child's own steps (starting, ``import torch``, writing its answer)."""
+MAX_ROUNDS = 8
+"""Children run at most (each after blocking one more faulty plugin)."""
+PLUGIN_STEPS = frozenset({"import", "probe", "instantiate"})
+
+_CHILD = """
+import json, sys
+sys.path[:] = json.loads(sys.argv[1])
+from accelhal.cli.guard import child_main
+child_main()
+"""
+
+
+@dataclass
+class Fault:
+    """A plugin step that ended the child process or outlived its limit."""
+
+    plugin: str
+    stage: str
+    """``import``, ``probe`` or ``instantiate``."""
+    backend: str
+    source: str
+    """``"built-in"`` or ``"<distribution> <version>"``."""
+    how: str
+    """What happened: ``"exit status 3"``, ``"signal SIGSEGV"``, ``"no answer within 60 s"``."""
+    hung: bool
+    output: str
+    """The last lines the child wrote to stderr."""
+
+
+@dataclass
+class Outcome:
+    """What the guarded discovery found."""
+
+    faults: list[Fault] = field(default_factory=list)
+    completed: bool = False
+    """True when a child ran discovery to the end (with the faulty plugins blocked)."""
+    unexplained: str | None = None
+    """How the last child failed outside any plugin step, when it did."""
+    torch_error: str | None = None
+    """``import torch`` failed in the child: the last line of its error."""
+    answer: dict[str, Any] = field(default_factory=dict)
+    """The completed child's timings: ``plugins`` and ``candidates`` with their seconds."""
+    blocked: list[str] = field(default_factory=list)
+    """The plugins blocked to complete discovery (also named by the faults)."""
+
+
+# ---------------------------------------------------------------------------- the child
+def child_main() -> None:
+    """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines)."""
+    import logging
+
+    from accelhal.plugins import STEP_LOGGER
+
+    steps, answers = os.dup(2), os.dup(1)  # plugins may replace sys.stdout/sys.stderr
+
+    def emit(fd: int, prefix: str, data: object) -> None:
+        os.write(fd, (prefix + json.dumps(data) + "\n").encode())
+
+    class StepHandler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            step = getattr(record, "accelhal_step", None)
+            if step is not None:
+                emit(steps, STEP_PREFIX, step)
+
+    logger = logging.getLogger(STEP_LOGGER)
+    logger.addHandler(StepHandler())
+    logger.setLevel(logging.DEBUG)
+    emit(steps, STEP_PREFIX, ["torch", "", "", ""])
+    try:
+        import torch  # noqa: F401  (first, so that no probe is charged for it)
+    except Exception as exc:
+        emit(answers, RESULT_PREFIX, {"torch_error": f"{type(exc).__name__}: {exc}"})
+        return
+    import accelhal.report  # noqa: F401  (pydantic, which detect() needs, is not a plugin's time either)
+    from accelhal.selection import detect, registry
+
+    emit(steps, STEP_PREFIX, ["select", "", "", ""])
+    report = detect()
+    loaded = registry()
+    loaded.load_deferred()
+    emit(steps, STEP_PREFIX, ["answer", "", "", ""])
+    emit(
+        answers,
+        RESULT_PREFIX,
+        {
+            "plugins": [[p.name, p.import_seconds] for p in loaded.plugins],
+            "candidates": [[c.name, c.plugin, c.probe_seconds] for c in report.candidates],
+        },
+    )
+
+
+# ---------------------------------------------------------------------------- the parent
+@dataclass
+class _Run:
+    answer: dict[str, Any] | None = None
+    step: list[str] | None = None
+    how: str = ""
+    hung: bool = False
+    stderr: list[str] = field(default_factory=list)
+
+
+def _pump(stream: IO[str], tag: str, into: queue.Queue[tuple[str, str | None]]) -> None:
+    for line in stream:
+        into.put((tag, line))
+    into.put((tag, None))
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def _run_child(env: dict[str, str], step_limit: float) -> _Run:
+    """One child; follows its steps, kills it (and its process group) when a step outlives its limit."""
+    run = _Run()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, json.dumps(sys.path)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
+    assert proc.stdout is not None and proc.stderr is not None
+    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
+        threading.Thread(target=_pump, args=(stream, tag, lines), daemon=True).start()
+    open_streams, deadline = 2, time.monotonic() + SETUP_LIMIT
+    while open_streams:
+        try:
+            tag, line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            limit = step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT
+            run.hung, run.how = True, f"no answer within {limit:g} s"
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+        if line is None:
+            open_streams -= 1
+        elif tag == "err" and line.startswith(STEP_PREFIX):
+            run.step = json.loads(line[len(STEP_PREFIX) :])
+            deadline = time.monotonic() + (step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT)
+        elif tag == "out" and line.startswith(RESULT_PREFIX):
+            run.answer = json.loads(line[len(RESULT_PREFIX) :])
+        elif tag == "err":
+            run.stderr = [*run.stderr[-19:], line.rstrip("\n")]
+    code = proc.wait()
+    if not run.hung:
+        run.how = _describe_exit(code)
+    return run
+
+
+def run_guarded(environ: dict[str, str], step_limit: float) -> Outcome:
+    """Run discovery in child processes until one completes, blocking each plugin that kills or hangs one."""
+    from accelhal.plugins import FALLBACK_BACKEND
+
+    outcome = Outcome()
+    listed = [n.strip() for n in environ.get("ACCELHAL_BLOCK_PLUGINS", "").split(",") if n.strip()]
+    for _ in range(MAX_ROUNDS):
+        env = dict(environ)
+        if outcome.blocked:
+            env["ACCELHAL_BLOCK_PLUGINS"] = ",".join([*listed, *outcome.blocked])
+        run = _run_child(env, step_limit)
+        if run.answer is not None:
+            outcome.completed = True
+            outcome.torch_error = run.answer.get("torch_error")
+            outcome.answer = run.answer
+            return outcome
+        kind, plugin, backend, source = run.step or ["start", "", "", ""]
+        output = "\n".join(run.stderr[-5:])
+        if kind not in PLUGIN_STEPS:
+            outcome.unexplained = f"the discovery child process ended ({run.how}) during its {kind!r} step"
+            if kind == "torch":
+                outcome.torch_error = f"'import torch' ended the process ({run.how})"
+            outcome.unexplained += f"; its last output: {output}" if output else ""
+            return outcome
+        outcome.faults.append(Fault(plugin, kind, backend, source, run.how, run.hung, output))
+        if plugin == FALLBACK_BACKEND or plugin in outcome.blocked:
+            return outcome  # the fallback cannot be blocked; a blocked plugin cannot run: nothing more to learn
+        outcome.blocked.append(plugin)
+    return outcome
