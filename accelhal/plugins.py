@@ -25,6 +25,7 @@ from accelhal.errors import ConfigurationError, PluginError
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
+from accelhal.vendor_output import stdout_to_stderr
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 BUILTIN_DISTRIBUTION = "accelhal"
@@ -150,11 +151,14 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
             entry.state, entry.detail = gate, _GATE_DETAIL[gate]
             continue
         try:
-            plugin = ep.load()
+            with stdout_to_stderr() as printed:
+                plugin = ep.load()
         except Exception as exc:  # a plugin's import may fail in any way
             entry.state, entry.detail = "failed", describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             continue
+        finally:
+            entry.output = printed.text
         try:
             manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
         except Exception as exc:  # pluggy's validation of the hook implementations

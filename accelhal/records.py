@@ -6,8 +6,13 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accelhal._record import field, record
 from accelhal.spec import BackendSpec, Status
+
+if TYPE_CHECKING:
+    from accelhal.torch_import import TorchDiagnosis
 
 
 @record
@@ -24,6 +29,8 @@ class PluginRecord:
     state: str = "loaded"
     """``loaded``, ``blocked``, ``not-allowed``, ``autoload-disabled`` or ``failed``."""
     detail: str = ""
+    output: str = ""
+    """What importing the plugin wrote to standard output (it went to standard error)."""
 
     @property
     def source(self) -> str:
@@ -67,6 +74,8 @@ class CandidateRecord:
     probe_seconds: float | None = None
     comm_backend: str = ""
     visible_devices_envs: tuple[str, ...] = ()
+    import_output: str = ""
+    """What probing and importing the backend wrote to standard output (it went to standard error)."""
 
 
 @record
@@ -83,3 +92,5 @@ class Decision:
     environment: dict[str, str]
     error: str | None = None
     seconds: float = 0.0
+    torch: TorchDiagnosis | None = None
+    """How ``import torch`` went, once the selection needed torch."""

@@ -163,6 +163,11 @@ class BackendSpec:
             ``importlib.util.find_spec`` before the probe runs.
         comm_backend: the ``torch.distributed`` backend name (``"nccl"``, ``"hccl"``, ``"gloo"``).
         visible_devices_envs: the variables that restrict which devices a process sees.
+        hint: how to make the runtime loadable when it is installed but broken (one sentence;
+            e.g. which toolkit to install and which environment script to source).
+        device_check_command: the vendor's own command that lists the devices its driver
+            sees (``"npu-smi info"``, ``"nvidia-smi"``); ``accelhal doctor`` names it when
+            the runtime loads but sees no device.
         replaces: the name of a registered backend this one deliberately takes over.
             Registering a taken name without it is a conflict: the first registration wins.
         contract_version: the :data:`CONTRACT_VERSION` the backend was written for.
@@ -177,6 +182,8 @@ class BackendSpec:
     requires: tuple[str, ...] = ()
     comm_backend: str = "gloo"
     visible_devices_envs: tuple[str, ...] = ()
+    hint: str = ""
+    device_check_command: str = ""
     replaces: str | None = None
     contract_version: int = CONTRACT_VERSION
     description: str = ""
@@ -208,6 +215,9 @@ class BackendSpec:
             problems.append(f"requires must be a tuple of module names, got {self.requires!r}")
         if isinstance(self.visible_devices_envs, str):
             problems.append("visible_devices_envs must be a tuple of variable names, not a string")
+        for name in ("hint", "device_check_command"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
         if self.replaces is not None and not NAME_PATTERN.fullmatch(str(self.replaces)):
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):

@@ -6,7 +6,9 @@
 
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
 ``forced-unavailable``, ``selection-failed``, ``plugin-failed``, ``backend-broken``,
-``devices-hidden``, ``devices-missing``, ``torch-disagrees``.
+``devices-hidden``, ``devices-missing``, ``torch-disagrees``; and one notice (severity
+``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime that
+is installed and loads but sees no device, with the vendor's own check command.
 
 No check creates a device context: ``import torch`` is tried in a child process first
 (a broken vendor extension can make it fail through torch's backend autoload), device
@@ -29,8 +31,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from accelhal.cli.models import DoctorOutput, Problem
-from accelhal.errors import ConfigurationError
+from accelhal.cli.models import DoctorOutput, Problem, Severity
+from accelhal.errors import ConfigurationError, sentence
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name
 from accelhal.spec import Status
@@ -128,8 +130,9 @@ def _check_torch_import(ctx: Context) -> None:
                 title="a vendor package breaks 'import torch' through torch's backend autoload",
                 detail=f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry "
                 "points: " + "; ".join(culprits),
-                fix=f"export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
-                "uninstall the distribution whose entry point fails",
+                fix=_torch_fixes()
+                or f"Export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
+                "uninstall the distribution whose entry point fails.",
             )
         )
         return
@@ -141,6 +144,14 @@ def _check_torch_import(ctx: Context) -> None:
             fix="reinstall torch in this environment (accelhal needs a working torch)",
         )
     )
+
+
+def _torch_fixes() -> str:
+    """The selection's own fixes for a torch that cannot load (this process imports torch once, safely)."""
+    from accelhal.selection import detect
+
+    torch = detect().torch
+    return " ".join(torch.fixes) if torch is not None else ""
 
 
 def _check_selection(ctx: Context) -> None:
@@ -218,12 +229,41 @@ def _check_plugins(ctx: Context) -> None:
                 Problem(
                     code="backend-broken",
                     title=f"backend {candidate.name!r} is {candidate.status.value}",
-                    detail=f"{candidate.source}: {candidate.reason}",
-                    fix=candidate.hint
-                    or f"repair the installation of {candidate.source}, or skip it with "
-                    f"ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
+                    detail=sentence(f"{candidate.source}: {candidate.reason}"),
+                    fix=sentence(
+                        candidate.hint
+                        or f"repair the installation of {candidate.source}, or skip it with "
+                        f"ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
+                        capital=True,
+                    ),
                 )
             )
+
+
+def _check_installed_without_device(ctx: Context) -> None:
+    """A notice for each vendor runtime that is installed and loads but sees no device."""
+    from accelhal.selection import registry
+
+    if ctx.report is None or ctx.settings is None:
+        return  # no selection, or a bad variable (reported above) that discovery would raise on
+    for registration in registry().ordered():
+        spec = registration.spec
+        candidate = ctx.report.candidate(spec.name)
+        vendor = [module for module in spec.requires if module != "torch"]
+        if candidate is None or candidate.status is not Status.NO_DEVICE or not vendor:
+            continue  # torch's own device modules (torch.cuda, torch.xpu) are in every torch: no notice
+        command = spec.device_check_command
+        look = f"run {command}" if command else "check that the device and its driver are installed"
+        ctx.problems.append(
+            Problem(
+                code="no-device",
+                severity=Severity.NOTICE,
+                title=f"{', '.join(vendor)} is installed and loads, but sees no {spec.name} device",
+                detail=f"{candidate.source}: {sentence(candidate.reason)}",
+                fix=f"If this machine should have {spec.name} devices, {look} to see what the driver finds; "
+                f"otherwise nothing needs fixing (accelhal uses {ctx.report.chosen or 'another backend'}).",
+            )
+        )
 
 
 def _active_device_count(name: str) -> int | None:
@@ -322,6 +362,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
     ("torch-import", _check_torch_import),
     ("selection", _check_selection),
     ("plugins", _check_plugins),
+    ("no-device", _check_installed_without_device),
     ("visible-devices", _check_visible_devices),
     ("torch-accelerator", _check_torch_accelerator),
 )
@@ -334,4 +375,5 @@ def diagnose() -> DoctorOutput:
     for _, check in CHECKS:
         check(ctx)
     chosen = ctx.report.chosen if ctx.report else None
-    return DoctorOutput(healthy=not ctx.problems, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])
+    errors = [p for p in ctx.problems if p.severity is Severity.ERROR]
+    return DoctorOutput(healthy=not errors, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])

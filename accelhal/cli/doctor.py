@@ -7,13 +7,14 @@ import argparse
 from rich.text import Text
 
 from accelhal.cli import render
+from accelhal.cli.models import Severity
 
 NAME = "doctor"
 HELP = "find problems and say how to fix each"
 DESCRIPTION = (
     "Check the accelhal variables, 'import torch' (torch's backend autoload), the selection, the "
-    "plugins, the visible-devices variables and agreement with torch.accelerator. Exit status 0 when "
-    "healthy, 1 when a problem was found."
+    "plugins, vendor runtimes that see no device, the visible-devices variables and agreement with "
+    "torch.accelerator. Exit status 0 when healthy (notices alone leave it healthy), 1 when a problem was found."
 )
 
 
@@ -28,14 +29,20 @@ def run(args: argparse.Namespace) -> int:
     out = render.console()
     render.field(out, "active backend", output.active or "none")
     render.field(out, "checks", ", ".join(output.checks))
-    if output.healthy:
-        out.print(Text("No problems found.", style="green"))
-        return 0
     for number, problem in enumerate(output.problems, start=1):
+        notice = problem.severity is Severity.NOTICE
         out.print()
-        out.print(Text.assemble((f"{number}. {problem.title}", "bold red"), f" [{problem.code}]"))
+        label = f"{number}. {'notice: ' if notice else ''}{problem.title}"
+        out.print(Text.assemble((label, "bold yellow" if notice else "bold red"), f" [{problem.code}]"))
         out.print(Text(problem.detail), style="dim")
-        out.print(Text.assemble(("fix: ", "bold green"), problem.fix))
-    out.print()
-    out.print(Text(f"{len(output.problems)} problem(s) found.", style="bold red"))
+        out.print(Text.assemble(("what to do: " if notice else "fix: ", "bold green"), problem.fix))
+    notices = sum(p.severity is Severity.NOTICE for p in output.problems)
+    if output.problems:
+        out.print()
+    if output.healthy:
+        suffix = f" ({notices} notice(s))" if notices else ""
+        out.print(Text(f"No problems found{suffix}.", style="green"))
+        return 0
+    errors = len(output.problems) - notices
+    out.print(Text(f"{errors} problem(s) found.", style="bold red"))
     return 1

@@ -11,19 +11,19 @@ from accelhal.hookspecs import backends_hook
 from accelhal.probing import device_module_probe
 from accelhal.spec import BackendSpec
 
+HINT = "install a CUDA (or ROCm) build of torch and the NVIDIA (or AMD) driver"
+
 SPEC = BackendSpec(
     name="cuda",
     device_type="cuda",
     priority=300,
     accelerator="accelhal_backends.cuda.accelerator:CudaAccelerator",
-    probe=device_module_probe(
-        "torch",
-        "torch.cuda",
-        hint="install a CUDA (or ROCm) build of torch and check the driver with nvidia-smi (rocm-smi)",
-    ),
+    probe=device_module_probe("torch", "torch.cuda", hint=HINT),
     requires=("torch",),
     comm_backend="nccl",
     visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
+    hint=HINT,
+    device_check_command="nvidia-smi",
     description="NVIDIA GPUs (CUDA) and AMD GPUs (ROCm/HIP) through torch.cuda; NCCL/RCCL collectives",
 )
 
