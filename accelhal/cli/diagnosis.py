@@ -128,8 +128,10 @@ def _check_torch_import(ctx: Context) -> None:
             Problem(
                 code="torch-autoload",
                 title="a vendor package breaks 'import torch' through torch's backend autoload",
-                detail=f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry "
-                "points: " + "; ".join(culprits),
+                detail=sentence(
+                    f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry points: "
+                    + "; ".join(culprits)
+                ),
                 fix=_torch_fixes()
                 or f"Export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
                 "uninstall the distribution whose entry point fails.",
