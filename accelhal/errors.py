@@ -21,6 +21,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 
+def sentence(text: str, *, capital: bool = False) -> str:
+    """``text`` stripped and ending as a sentence ends (a full stop is added when it has none).
+
+    >>> sentence("libhccl.so: cannot open shared object file: No such file or directory")
+    'libhccl.so: cannot open shared object file: No such file or directory.'
+    >>> sentence("run npu-smi info", capital=True)
+    'Run npu-smi info.'
+    """
+    text = text.strip()
+    if capital:
+        text = text[:1].upper() + text[1:]
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
+def hint_sentence(hint: str) -> str:
+    """``"Hint: "`` and ``hint`` as a sentence with a capital letter (``"Hint: Run npu-smi info."``)."""
+    return f"Hint: {sentence(hint, capital=True)}"
+
+
 class AccelhalError(Exception):
     """Base class of every error raised by accelhal on purpose."""
 
@@ -68,9 +87,9 @@ class BackendUnavailableError(AccelhalError, RuntimeError):
         message = f"accelerator {name!r}"
         if requested_by:
             message += f" (requested by {requested_by})"
-        message += f" is not available: {reason}"
+        message += f" is not available: {sentence(reason)}"
         if hint:
-            message += f" Hint: {hint}"
+            message += f" {hint_sentence(hint)}"
         super().__init__(message)
         self.name = name
         self.reason = reason

@@ -42,6 +42,7 @@ from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
 from accelhal.text import quote, shorten
+from accelhal.vendor_output import stdout_to_stderr
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 BUILTIN_DISTRIBUTION = "accelhal"
@@ -281,13 +282,16 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
     started = time.perf_counter()
     try:
         try:
-            plugin = ep.load()
+            with stdout_to_stderr() as printed:
+                plugin = ep.load()
         except PASSED_THROUGH:
             raise
         except BaseException as exc:  # a plugin's import may fail in any way, sys.exit() included
             entry.state, entry.detail = "failed", describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             return
+        finally:
+            entry.output = printed.text
         try:
             registry.manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
         except Exception as exc:  # pluggy's validation of the hook implementations

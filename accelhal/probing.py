@@ -11,7 +11,8 @@ steps, in order:
    reason and a hint; selection then goes on to the next backend.
 3. Count devices with the module's counting function. Zero is
    :attr:`~accelhal.Status.NO_DEVICE`: "the package imports" is never taken for "a device
-   is there".
+   is there". Its verdict has no hint of its own (the runtime loaded, so the hint on
+   making it load does not apply); selection names the backend's device check command.
 
 A probe never creates a device context. The counting function must be one that does not
 initialise the runtime (``torch.cuda.device_count()`` asks NVML, so
@@ -53,7 +54,8 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
     Args:
         package: what must be installed and imported first (``"torch_npu"``, ``"torch"``).
         module: the dotted device module (``"torch.npu"``, ``"torch.cuda"``).
-        hint: what to do when the package is broken or sees no device.
+        hint: what to do when the package is missing or broken (not when it loads and sees no
+            device: selection then names the backend's :attr:`~accelhal.BackendSpec.device_check_command`).
         count: the module's device-counting function, which must not initialise the runtime.
     """
     top = package.partition(".")[0]
@@ -71,8 +73,8 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
         devices = int(getattr(device_module, count)())
     except Exception as exc:
         return Verdict.broken(f"{module}.{count}() failed: {_describe(exc)}", hint=hint)
-    if devices <= 0:
-        return Verdict.no_device(f"{package} loads but {module}.{count}() is 0", hint=hint)
+    if devices <= 0:  # the runtime loaded: the hint on making it load does not apply
+        return Verdict.no_device(f"{package} loads but {module}.{count}() is 0")
     return Verdict.available(f"{devices} device(s) visible to {module}")
 
 

@@ -6,8 +6,13 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accelhal._record import field, record
 from accelhal.spec import BackendSpec, Status
+
+if TYPE_CHECKING:
+    from accelhal.torch_import import TorchDiagnosis
 
 
 @record
@@ -26,6 +31,8 @@ class PluginRecord:
     detail: str = ""
     import_seconds: float | None = None
     """Wall time of importing the plugin and calling its registration hook; ``None`` when not imported."""
+    output: str = ""
+    """What importing the plugin wrote to standard output (it went to standard error)."""
 
     @property
     def source(self) -> str:
@@ -69,6 +76,8 @@ class CandidateRecord:
     probe_seconds: float | None = None
     comm_backend: str = ""
     visible_devices_envs: tuple[str, ...] = ()
+    import_output: str = ""
+    """What probing and importing the backend wrote to standard output (it went to standard error)."""
 
 
 @record
@@ -85,3 +94,5 @@ class Decision:
     environment: dict[str, str]
     error: str | None = None
     seconds: float = 0.0
+    torch: TorchDiagnosis | None = None
+    """How ``import torch`` went, once the selection needed torch."""

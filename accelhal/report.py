@@ -45,6 +45,9 @@ class CandidateReport(_Model):
     probe_seconds: float | None = Field(None, description="wall time of the probe; null when not probed")
     comm_backend: str
     visible_devices_envs: list[str]
+    import_output: str = Field(
+        default="", description="what probing and importing the backend wrote to stdout (it was sent to stderr)"
+    )
 
 
 class PluginReport(_Model):
@@ -60,6 +63,7 @@ class PluginReport(_Model):
     import_seconds: float | None = Field(
         None, description="wall time of importing the plugin and calling its hook; null when not imported"
     )
+    output: str = Field(default="", description="what importing the plugin wrote to stdout (it was sent to stderr)")
 
 
 class FailureReport(_Model):
@@ -69,6 +73,30 @@ class FailureReport(_Model):
     stage: str
     detail: str
     backend: str | None = None
+
+
+class AutoloadFailureReport(_Model):
+    """The ``torch.backends`` entry point whose loading made ``import torch`` fail (torch's backend autoload)."""
+
+    entry_point: str = Field(description="its name, e.g. 'torch_npu'")
+    value: str = Field(description="what it points at, e.g. 'torch_npu:_autoload'")
+    distribution: str
+    version: str
+    error: str = Field(description="its own error, first line")
+
+
+class TorchImportReport(_Model):
+    """How ``import torch`` went in this process (accelhal imports it once)."""
+
+    loaded: bool
+    error: str | None = Field(default=None, description="the exception's first line; null when torch loaded")
+    cause: str | None = Field(default=None, description="the first line of its cause")
+    autoload: AutoloadFailureReport | None = Field(
+        default=None, description="set when torch's backend autoload was the culprit"
+    )
+    reason: str | None = Field(default=None, description="the verdict every backend requiring torch got")
+    fixes: list[str] = Field(default_factory=list, description="what to do, best first")
+    output: str = Field(default="", description="what the import wrote to stdout (it was sent to stderr)")
 
 
 class DetectionReport(_Model):
@@ -83,6 +111,9 @@ class DetectionReport(_Model):
     failures: list[FailureReport]
     environment: dict[str, str]
     seconds: float = Field(description="time the selection took")
+    torch: TorchImportReport | None = Field(
+        default=None, description="how 'import torch' went; null before it was needed"
+    )
     accelhal_version: str = __version__
     python_version: str = platform.python_version()
 

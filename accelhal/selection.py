@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from accelhal import _record, plugins
+from accelhal import _record, plugins, torch_import
 from accelhal.errors import (
     AccelhalError,
     BackendUnavailableError,
@@ -31,7 +31,8 @@ from accelhal.errors import (
 )
 from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
-from accelhal.spec import Status, Verdict
+from accelhal.spec import BackendSpec, Status, Verdict
+from accelhal.vendor_output import stdout_to_stderr
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
@@ -144,6 +145,7 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
                 environment=_environment(reg),
             )
         decision.seconds = time.perf_counter() - started
+        decision.torch = _torch_diagnosis()
         if _active is not None and _active is not instance:
             logger.info("accelhal: replacing active accelerator %r with %r", _active.name, instance.name)
         _install(instance, decision)
@@ -227,6 +229,7 @@ def _select() -> Accelerator:
         finally:
             _selecting.active = False
         decision.seconds = time.perf_counter() - started
+        decision.torch = _torch_diagnosis()
         _install(instance, decision)
         return instance
 
@@ -242,6 +245,7 @@ def _failed_decision(exc: Exception, probed: list[CandidateRecord]) -> Decision:
         failures=list(reg.failures) if reg else [],
         environment=_environment(reg),
         error=f"{type(exc).__name__}: {exc}",
+        torch=_torch_diagnosis(),
     )
 
 
@@ -253,13 +257,27 @@ def _environment(reg: plugins.Registry | None) -> dict[str, str]:
     return {name: os.environ[name] for name in sorted(names) if name in os.environ}
 
 
+def _torch_diagnosis() -> torch_import.TorchDiagnosis | None:
+    """How ``import torch`` went, with each vendor module's hint on making its runtime load; ``None`` before it ran."""
+    if not torch_import.attempted():
+        return None
+    reg = plugins.current_registry()
+    specs: list[BackendSpec] = [r.spec for r in reg.backends.values()] if reg else []
+    hints = {module: spec.hint for spec in specs for module in spec.requires if module != "torch" and spec.hint}
+    return torch_import.diagnose(hints)
+
+
 def _run_probe(registration: Registration) -> CandidateRecord:
-    """Probe one backend; never raises."""
+    """Probe one backend; never raises. What it writes to stdout goes to stderr and into the record."""
     spec = registration.spec
     plugins.announce_step("probe", registration.plugin, spec.name)
     started = time.perf_counter()
-    verdict = _probe_verdict(spec.requires, spec.probe)
+    with stdout_to_stderr() as printed:
+        verdict = _probe_verdict(spec.requires, spec.probe)
     elapsed = time.perf_counter() - started
+    hint = verdict.hint
+    if verdict.status is Status.NO_DEVICE and not hint and spec.device_check_command:
+        hint = f"check which devices the driver sees: {spec.device_check_command}"
     return CandidateRecord(
         name=spec.name,
         device_type=spec.device_type,
@@ -268,16 +286,21 @@ def _run_probe(registration: Registration) -> CandidateRecord:
         plugin=registration.plugin.name,
         status=verdict.status,
         reason=verdict.reason,
-        hint=verdict.hint,
+        hint=hint,
         probe_seconds=elapsed,
         comm_backend=spec.comm_backend,
         visible_devices_envs=spec.visible_devices_envs,
+        import_output=printed.text,
     )
 
 
 def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> Verdict:
     import importlib.util
 
+    if "torch" in requires and not torch_import.attempt().loaded:  # one import of torch per process
+        diagnosis = _torch_diagnosis()
+        assert diagnosis is not None and diagnosis.reason is not None
+        return Verdict.broken(diagnosis.reason, hint=diagnosis.hint)
     for module in requires:
         try:
             found = importlib.util.find_spec(module) is not None  # imports the parents of a dotted name
@@ -298,8 +321,19 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
     return verdict
 
 
-def _instantiate(registration: Registration) -> Accelerator:
-    """Import, validate and construct the backend's accelerator; raises PluginError on failure."""
+def _instantiate(registration: Registration, record: CandidateRecord) -> Accelerator:
+    """Import, validate and construct the backend's accelerator; raises PluginError on failure.
+
+    What it writes to stdout goes to stderr and is added to ``record``'s import output.
+    """
+    try:
+        with stdout_to_stderr() as printed:
+            return _construct(registration)
+    finally:
+        record.import_output += printed.text
+
+
+def _construct(registration: Registration) -> Accelerator:
     spec = registration.spec
     plugins.announce_step("instantiate", registration.plugin, spec.name)
     try:
@@ -346,7 +380,7 @@ def _decide_forced(
     if record.status is not Status.AVAILABLE:
         raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
     try:
-        instance = _instantiate(registration)
+        instance = _instantiate(registration, record)
     except PluginError as exc:
         record.status, record.reason = Status.INVALID, exc.detail
         raise BackendUnavailableError(name, f"{exc.stage} failed: {exc.detail}", requested_by=requested_by) from exc
@@ -396,19 +430,20 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
             record.reason += f"; lower priority than {chosen.name!r}"
             continue
         try:
-            chosen = _instantiate(registration)
+            chosen = _instantiate(registration, record)
             chosen_record = record
         except PluginError as exc:
             record.status, record.reason = Status.INVALID, f"{exc.stage} failed: {exc.detail}"
             reg.fail(exc.plugin, exc.stage, exc.detail, record.name)  # raises under strict mode
     if chosen is None or chosen_record is None:
-        probed_summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records) or "none registered"
+        fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
+        why = f": {fallback.reason}" if fallback is not None else ""
         held_back = reg.held_back()
         raise BackendUnavailableError(
             plugins.FALLBACK_BACKEND,
-            "no backend is available, not even the cpu fallback. Probed: "
-            + probed_summary
+            f"no backend is available, not even the cpu fallback{why}"
             + (f". Held back: {held_back}" if held_back else ""),
+            hint=fallback.hint if fallback is not None else None,
         )
     summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
     summary = summary or "no other backend is registered"

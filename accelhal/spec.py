@@ -107,7 +107,11 @@ class BackendSpec:
         package: the package imported first, which registers the device module
             (``"torch_npu"``; ``"torch"`` for torch's own modules); device-module backends only.
         module: the dotted device module (``"torch.npu"``); device-module backends only.
-        hint: what to do when the backend is missing, broken or sees no device (one sentence).
+        hint: how to make the runtime loadable when it is missing or broken (one sentence;
+            e.g. which toolkit to install and which environment script to source).
+        device_check_command: the vendor's own command that lists the devices its driver
+            sees (``"npu-smi info"``, ``"nvidia-smi"``); ``accelhal doctor`` names it when
+            the runtime loads but sees no device.
         export_envs: prefixes of the variables a multi-node launcher forwards to remote ranks.
         replaces: the name of a registered backend this one deliberately takes over.
             Registering a taken name without it is a conflict: the first registration wins.
@@ -126,6 +130,7 @@ class BackendSpec:
     package: str | None = None
     module: str | None = None
     hint: str = ""
+    device_check_command: str = ""
     export_envs: tuple[str, ...] = ()
     replaces: str | None = None
     contract_version: int = CONTRACT_VERSION
@@ -159,6 +164,9 @@ class BackendSpec:
         for name in ("visible_devices_envs", "export_envs"):
             if isinstance(getattr(self, name), str):
                 problems.append(f"{name} must be a tuple of variable names, not a string")
+        for name in ("hint", "device_check_command"):
+            if not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
         if self.replaces is not None and not NAME_PATTERN.fullmatch(str(self.replaces)):
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):

@@ -1,16 +1,31 @@
 """Fresh virtual environments for end-to-end tests: real ``pip install`` of real wheels.
 
-A fresh venv reuses the current interpreter's installed packages (torch, pydantic, ...)
-through a ``.pth`` file, so no multi-GB download happens; accelhal and the plugin under
-test are installed into it from wheels built here, exactly as a user's ``pip`` would.
+A fresh venv (:func:`fresh_venv`) reuses the current interpreter's installed packages
+(torch, pydantic, ...) through a ``.pth`` file, so no multi-GB download happens;
+accelhal and the plugin under test are installed into it from wheels built here,
+exactly as a user's ``pip`` would.
+
+A vendor venv (:func:`vendor_venv`) is the real thing instead: its own torch and the
+vendor's wheel from the package index, installed by pip with their dependencies, as a
+user of that vendor has them. It is built once per set of requirements and kept under
+``~/.cache/accelhal-tests`` (``ACCELHAL_TEST_VENVS`` moves it); pip's own cache keeps
+the downloads. accelhal itself is reinstalled into it from a wheel of the checkout on
+every use.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
+import importlib.metadata
+import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,3 +64,62 @@ def fresh_venv(path: Path) -> Path:
 def pip_install(python: Path, *wheels: Path) -> None:
     """Install wheels into the venv of ``python`` (using this interpreter's pip, targeted at it)."""
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", *map(str, wheels)])
+
+
+CACHE_VARIABLE = "ACCELHAL_TEST_VENVS"
+"""Where :func:`vendor_venv` keeps its environments (default ``~/.cache/accelhal-tests``)."""
+_COMPLETE = "accelhal-test-venv.json"
+
+
+def _accelhal_dependencies() -> list[str]:
+    """accelhal's own requirements (without the extras'), as the installed metadata lists them."""
+    return [r for r in importlib.metadata.requires("accelhal") or [] if "extra ==" not in r]
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the kernel if this process dies
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
+    """A real venv: each of ``steps`` is one ``pip install`` of requirements; returns its python.
+
+    ``name`` labels the cache directory. accelhal's own dependencies are installed with
+    the first step (so ``torch==...`` there decides which torch they see), and accelhal
+    itself from a fresh wheel of the checkout (built into ``wheels``) on every call.
+    """
+    key_inputs = {"python": sys.version, "steps": steps, "accelhal": _accelhal_dependencies()}
+    key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:16]
+    root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
+    path = root / f"venv-{name}-{key}"
+    python = path / "bin" / "python"
+    with _locked(path):
+        if not (path / _COMPLETE).is_file():
+            shutil.rmtree(path, ignore_errors=True)  # an earlier build that did not finish
+            run([sys.executable, "-m", "venv", "--without-pip", str(path)])
+            for number, requirements in enumerate(steps):
+                extra = _accelhal_dependencies() if number == 0 else []
+                run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *requirements, *extra])
+            (path / _COMPLETE).write_text(json.dumps(key_inputs, indent=2))
+        wheel = build_wheel(REPO, wheels)
+        run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "--python",
+                str(python),
+                "install",
+                "-q",
+                "--no-deps",
+                "--force-reinstall",
+                str(wheel),
+            ]
+        )
+    return python

@@ -10,7 +10,11 @@ Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Sch
 - ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs.
 
 User mistakes (a bad variable, an unknown or unavailable backend) print one
-``accelhal: error:`` message and exit with status 2, never a traceback.
+``accelhal: error:`` message and exit with status 2, never a traceback. With ``--json``
+stdout always gets one valid JSON document: the command's own (which carries the error
+when selection failed), or :class:`~accelhal.cli.models.ErrorOutput`. What vendor
+packages print while they are imported or probed goes to stderr (see
+:mod:`accelhal.vendor_output`).
 
 Example::
 
@@ -99,6 +103,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except AccelhalError as exc:
         render.error(str(exc))
+        if getattr(args, "json", False):
+            from accelhal.cli.models import ErrorOutput
+
+            render.print_json(ErrorOutput(command=args.command, error=str(exc)))
         return USAGE_ERROR
     except KeyboardInterrupt:
         return 130

@@ -91,9 +91,15 @@ def load_run_suite() -> RunSuite:
 
 
 def resolve_backend(name: str | None) -> str:
-    """``name`` checked against the registry, or the active backend's name."""
-    from accelhal.errors import UnknownBackendError
+    """``name`` checked against the registry and constructed once, or the active backend's name.
+
+    A name nobody registers, or a backend that cannot be constructed here, raises the
+    selection's own error (one message with the probe's reason and hint), so that the
+    suite never runs hundreds of tests that would all fail the same way.
+    """
+    from accelhal.errors import BackendUnavailableError, UnknownBackendError
     from accelhal.selection import get_accelerator, registry
+    from accelhal.testing.switching import use_accelerator
 
     if name is None:
         return get_accelerator().name
@@ -101,6 +107,11 @@ def resolve_backend(name: str | None) -> str:
     known = registry().names()
     if name not in known:
         raise UnknownBackendError(name, known, variable="accelhal check")
+    try:
+        with use_accelerator(name):  # constructs it (or raises why it cannot), then restores the selection
+            pass
+    except BackendUnavailableError as exc:
+        raise BackendUnavailableError(name, exc.reason, hint=exc.hint, requested_by="accelhal check") from None
     return name
 
 

@@ -7,7 +7,9 @@
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
 ``plugin-crashed``, ``plugin-hung``, ``discovery-crashed``, ``forced-unavailable``,
 ``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
-``devices-hidden``, ``devices-missing``, ``torch-disagrees``.
+``devices-hidden``, ``devices-missing``, ``torch-disagrees``; and one notice (severity
+``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime that
+is installed and loads but sees no device, with the vendor's own check command.
 
 Discovery runs in a child process first (:mod:`accelhal.cli.guard`): ``import torch``,
 then the selection and every plugin, each plugin step with a time limit
@@ -37,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from accelhal.cli.guard import Outcome, run_guarded
-from accelhal.cli.models import DoctorOutput, Problem
-from accelhal.errors import ConfigurationError
+from accelhal.cli.models import DoctorOutput, Problem, Severity
+from accelhal.errors import ConfigurationError, sentence
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name, parse_seconds
 from accelhal.spec import Status
@@ -158,10 +160,13 @@ def _check_torch_import(ctx: Context) -> None:
             Problem(
                 code="torch-autoload",
                 title="a vendor package breaks 'import torch' through torch's backend autoload",
-                detail=f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry "
-                "points: " + "; ".join(culprits),
-                fix=f"export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
-                "uninstall the distribution whose entry point fails",
+                detail=sentence(
+                    f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry points: "
+                    + "; ".join(culprits)
+                ),
+                fix=_torch_fixes()
+                or f"Export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
+                "uninstall the distribution whose entry point fails.",
             )
         )
         return
@@ -262,7 +267,7 @@ def _check_slow_plugins(ctx: Context) -> None:
                 )
             )
     for title, detail, fix in slow:
-        ctx.problems.append(Problem(code="plugin-slow", severity="warning", title=title, detail=detail, fix=fix))
+        ctx.problems.append(Problem(code="plugin-slow", severity=Severity.WARNING, title=title, detail=detail, fix=fix))
 
 
 def _check_launcher(ctx: Context) -> None:
@@ -274,6 +279,14 @@ def _check_launcher(ctx: Context) -> None:
         launcher.local_size(ctx.environ)
     except ConfigurationError as exc:
         _bad_variable(ctx, exc)
+
+
+def _torch_fixes() -> str:
+    """The selection's own fixes for a torch that cannot load (this process imports torch once, safely)."""
+    from accelhal.selection import detect
+
+    torch = detect().torch
+    return " ".join(torch.fixes) if torch is not None else ""
 
 
 def _check_selection(ctx: Context) -> None:
@@ -363,12 +376,41 @@ def _check_plugins(ctx: Context) -> None:
                 Problem(
                     code="backend-broken",
                     title=f"backend {candidate.name!r} is {candidate.status.value}",
-                    detail=f"{candidate.source}: {candidate.reason}",
-                    fix=candidate.hint
-                    or f"repair the installation of {candidate.source}, or skip it with "
-                    f"ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
+                    detail=sentence(f"{candidate.source}: {candidate.reason}"),
+                    fix=sentence(
+                        candidate.hint
+                        or f"repair the installation of {candidate.source}, or skip it with "
+                        f"ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
+                        capital=True,
+                    ),
                 )
             )
+
+
+def _check_installed_without_device(ctx: Context) -> None:
+    """A notice for each vendor runtime that is installed and loads but sees no device."""
+    from accelhal.selection import registry
+
+    if ctx.report is None or ctx.settings is None:
+        return  # no selection, or a bad variable (reported above) that discovery would raise on
+    for registration in registry().ordered():
+        spec = registration.spec
+        candidate = ctx.report.candidate(spec.name)
+        vendor = [module for module in spec.requires if module != "torch"]
+        if candidate is None or candidate.status is not Status.NO_DEVICE or not vendor:
+            continue  # torch's own device modules (torch.cuda, torch.xpu) are in every torch: no notice
+        command = spec.device_check_command
+        look = f"run {command}" if command else "check that the device and its driver are installed"
+        ctx.problems.append(
+            Problem(
+                code="no-device",
+                severity=Severity.NOTICE,
+                title=f"{', '.join(vendor)} is installed and loads, but sees no {spec.name} device",
+                detail=f"{candidate.source}: {sentence(candidate.reason)}",
+                fix=f"If this machine should have {spec.name} devices, {look} to see what the driver finds; "
+                f"otherwise nothing needs fixing (accelhal uses {ctx.report.chosen or 'another backend'}).",
+            )
+        )
 
 
 def _active_device_count(name: str) -> int | None:
@@ -470,6 +512,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
     ("selection", _check_selection),
     ("plugins", _check_plugins),
     ("slow-plugins", _check_slow_plugins),
+    ("no-device", _check_installed_without_device),
     ("visible-devices", _check_visible_devices),
     ("torch-accelerator", _check_torch_accelerator),
 )
@@ -487,5 +530,5 @@ def diagnose() -> DoctorOutput:
         if _BLOCK in ctx.environ:
             os.environ[_BLOCK] = ctx.environ[_BLOCK]
     chosen = ctx.report.chosen if ctx.report else None
-    healthy = not any(p.severity == "error" for p in ctx.problems)
-    return DoctorOutput(healthy=healthy, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])
+    errors = [p for p in ctx.problems if p.severity is Severity.ERROR]
+    return DoctorOutput(healthy=not errors, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])

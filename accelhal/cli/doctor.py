@@ -7,14 +7,16 @@ import argparse
 from rich.text import Text
 
 from accelhal.cli import render
+from accelhal.cli.models import Severity
 
 NAME = "doctor"
 HELP = "find problems and say how to fix each"
 DESCRIPTION = (
     "Check the accelhal variables, 'import torch' (torch's backend autoload), the selection, the "
-    "plugins, the visible-devices variables and agreement with torch.accelerator. Discovery runs in a "
-    "child process first, so that a plugin that ends or hangs the process is named. Exit status 0 when "
-    "healthy (warnings allowed), 1 when a problem was found."
+    "plugins, vendor runtimes that see no device, the visible-devices variables and agreement with "
+    "torch.accelerator. Discovery runs in a child process first, so that a plugin that ends or hangs the "
+    "process is named. Exit status 0 when healthy (warnings and notices alone leave it healthy), 1 when a "
+    "problem was found."
 )
 
 
@@ -29,19 +31,20 @@ def run(args: argparse.Namespace) -> int:
     out = render.console()
     render.field(out, "active backend", output.active or "none")
     render.field(out, "checks", ", ".join(output.checks))
-    errors = sum(1 for p in output.problems if p.severity == "error")
-    warnings = len(output.problems) - errors
-    if not output.problems:
-        out.print(Text("No problems found.", style="green"))
-        return 0
     for number, problem in enumerate(output.problems, start=1):
         out.print()
-        label, style = ("warning: ", "bold yellow") if problem.severity == "warning" else ("", "bold red")
-        out.print(Text.assemble((f"{number}. {label}{problem.title}", style), f" [{problem.code}]"))
+        kind = problem.severity.value
+        label = f"{number}. {'' if kind == 'error' else kind + ': '}{problem.title}"
+        out.print(Text.assemble((label, "bold red" if kind == "error" else "bold yellow"), f" [{problem.code}]"))
         out.print(Text(problem.detail), style="dim")
-        out.print(Text.assemble(("fix: ", "bold green"), problem.fix))
-    out.print()
-    summary = f"{errors} problem(s) found" if errors else "No problems found"
-    summary += f", {warnings} warning(s)." if warnings else "."
-    out.print(Text(summary, style="bold red" if errors else "bold yellow"))
-    return 0 if output.healthy else 1
+        out.print(Text.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
+    if output.problems:
+        out.print()
+    others = len(output.problems) - sum(p.severity is Severity.ERROR for p in output.problems)
+    if output.healthy:
+        suffix = f" ({others} warning(s) or notice(s))" if others else ""
+        out.print(Text(f"No problems found{suffix}.", style="green"))
+        return 0
+    errors = len(output.problems) - others
+    out.print(Text(f"{errors} problem(s) found.", style="bold red"))
+    return 1

@@ -14,6 +14,7 @@ import argparse
 
 from accelhal.cli import render
 from accelhal.cli.models import ExplainOutput, Outcome
+from accelhal.errors import sentence
 from accelhal.plugins import Registry
 from accelhal.report import CandidateReport, DetectionReport
 from accelhal.spec import Status
@@ -68,14 +69,25 @@ def _candidate_details(candidate: CandidateReport) -> list[str]:
     ]
 
 
+def _short_reason(candidate: CandidateReport, report: DetectionReport) -> str:
+    """The candidate's reason, or "torch cannot load" where it is the torch verdict the report carries."""
+    torch = report.torch
+    if torch is not None and torch.reason is not None and candidate.reason == torch.reason:
+        return "torch cannot load"
+    return candidate.reason
+
+
 def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
     if report.chosen is None:
+        fallback = report.candidate("cpu")
+        torch_fixes = report.torch.fixes if report.torch is not None else []
         return ExplainOutput(
             name=None,
             active=None,
             outcome=Outcome.SELECTION_FAILED,
             summary=f"no backend is active: {report.error}",
-            details=[f"{c.name}: {c.status.value} ({c.reason})" for c in report.candidates],
+            details=[f"{c.name}: {c.status.value} ({_short_reason(c, report)})" for c in report.candidates],
+            hint=" ".join(torch_fixes) or (fallback.hint if fallback is not None else None),
             known=known,
         )
     candidate = report.candidate(report.chosen)
@@ -125,7 +137,7 @@ def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outco
             )
         return Outcome.SELECTION_FAILED, f"{candidate.name!r} is available, but selection ended: {report.explanation}"
     outcome = _STATUS_OUTCOMES[candidate.status]
-    return outcome, f"{candidate.name!r} is {_OUTCOME_PHRASES[outcome]}: {candidate.reason}"
+    return outcome, sentence(f"{candidate.name!r} is {_OUTCOME_PHRASES[outcome]}: {candidate.reason}")
 
 
 def explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
@@ -134,7 +146,7 @@ def explain(name: str | None, report: DetectionReport, registry: Registry) -> Ex
     When selection failed, the details end with every plugin failure (strict mode stops at
     the first, but all are shown).
     """
-    output = _explain(name, report, registry)
+    output = _explain(name, report, registry).model_copy(update={"torch": report.torch})
     if report.chosen is not None or not report.failures:
         return output
     failures = [f"plugin {f.plugin!r} failed at {f.stage}: {f.detail}" for f in report.failures]
@@ -188,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         for detail in output.details:
             out.print(f"  - {detail}", markup=False)
         if output.hint:
-            render.field(out, "hint", output.hint)
+            render.field(out, "hint", sentence(output.hint, capital=True))
         if output.active and output.active != output.name:
             render.field(out, "active backend", output.active)
     return exit_status(output)

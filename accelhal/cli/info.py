@@ -15,21 +15,30 @@ DESCRIPTION = (
 )
 
 
+SELECTION_FAILED = 2
+"""Exit status when no backend could be selected (a bad variable, a forced backend that is unusable, ...)."""
+
+
 def collect() -> InfoOutput:
-    """Run selection and describe the active accelerator; raises when selection fails."""
+    """Run selection and describe the active accelerator; when selection fails, ``error`` says why."""
     from accelhal.selection import detect, get_accelerator
 
-    accelerator = get_accelerator()  # raises the selection's own error, e.g. ConfigurationError
-    return InfoOutput(detection=detect(), accelerator=accelerator.info())
+    report = detect()
+    if report.chosen is None:
+        return InfoOutput(detection=report, accelerator=None, error=report.explanation)
+    return InfoOutput(detection=report, accelerator=get_accelerator().info())
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the active backend's description."""
+    """Print the active backend's description; exit status 2 when selection fails."""
     output = collect()
     if args.json:
         render.print_json(output)
-        return 0
+        return 0 if output.accelerator is not None else SELECTION_FAILED
     report, acc = output.detection, output.accelerator
+    if acc is None:
+        render.error(output.error or report.rule)
+        return SELECTION_FAILED
     out = render.console()
     render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r})")
     render.field(out, "chosen by", report.rule)

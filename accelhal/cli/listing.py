@@ -68,6 +68,7 @@ def collect() -> ListOutput:
         backends=backend_entries(report, registry()),
         plugins=report.plugins,
         failures=report.failures,
+        torch=report.torch,
     )
 
 
@@ -79,16 +80,23 @@ def run(args: argparse.Namespace) -> int:
         render.print_json(output)
         return status
     out = render.console()
+    torch_reason = render.torch_failure(out, output.torch)
     backends = render.table(out, "#", "backend / source", "prio", "verdict", "reason", title="Backends")
     for entry in output.backends:
         name = Text.assemble(entry.name + (" *" if entry.active else ""), "\n", (entry.source, "dim"))
-        reason = entry.reason + (f" (hint: {entry.hint})" if entry.hint else "")
+        if torch_reason is not None and entry.reason == torch_reason:
+            reason = "torch cannot load (see above)"
+        else:
+            reason = render.with_hint(entry.reason, entry.hint)
         backends.add_row(str(entry.rank), name, str(entry.priority), render.styled(entry.status.value), reason)
     out.print(backends)
     if output.chosen:
         out.print(f"* active: {output.chosen} (chosen by {output.rule})")
     else:
-        render.field(out, "selection failed", output.error or output.rule)
+        error = output.error or output.rule
+        if torch_reason is not None and torch_reason in error:
+            error = error[: error.index(torch_reason)] + "torch cannot load (see above)."
+        render.field(out, "selection failed", error)
     plugins = render.table(out, "plugin", "distribution", "state", "detail", title="Plugins")
     for plugin in output.plugins:
         dist = f"{plugin.distribution} {plugin.distribution_version}"

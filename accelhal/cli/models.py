@@ -14,11 +14,17 @@ Example::
 from __future__ import annotations
 
 import enum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from accelhal.report import AcceleratorInfo, CandidateReport, DetectionReport, FailureReport, PluginReport
+from accelhal.report import (
+    AcceleratorInfo,
+    CandidateReport,
+    DetectionReport,
+    FailureReport,
+    PluginReport,
+    TorchImportReport,
+)
 
 
 class _Output(BaseModel):
@@ -26,10 +32,14 @@ class _Output(BaseModel):
 
 
 class InfoOutput(_Output):
-    """``accelhal info --json``: how the active backend was chosen, and what it has."""
+    """``accelhal info --json``: how the active backend was chosen, and what it has.
+
+    When selection fails, ``accelerator`` is null and ``error`` says why (exit status 2).
+    """
 
     detection: DetectionReport
-    accelerator: AcceleratorInfo
+    accelerator: AcceleratorInfo | None
+    error: str | None = Field(default=None, description="why no backend could be selected; null on success")
 
 
 class BackendEntry(CandidateReport):
@@ -49,6 +59,7 @@ class ListOutput(_Output):
     backends: list[BackendEntry]
     plugins: list[PluginReport]
     failures: list[FailureReport]
+    torch: TorchImportReport | None = Field(default=None, description="how 'import torch' went (the selection's)")
 
 
 class Outcome(str, enum.Enum):
@@ -81,27 +92,46 @@ class ExplainOutput(_Output):
     details: list[str] = Field(description="the evidence: probe reasons, rule, plugin state")
     hint: str | None = None
     known: list[str] = Field(description="registered backend names, in priority order")
+    torch: TorchImportReport | None = Field(default=None, description="how 'import torch' went (the selection's)")
+
+
+class Severity(str, enum.Enum):
+    """How much a doctor finding matters."""
+
+    ERROR = "error"
+    """Something is wrong: ``accelhal doctor`` exits with status 1."""
+    WARNING = "warning"
+    """Worth fixing, but nothing fails because of it (a slow plugin); the exit status stays 0."""
+    NOTICE = "notice"
+    """Worth knowing, nothing broken (a runtime that loads but sees no device); the exit status stays 0."""
 
 
 class Problem(_Output):
-    """One problem ``accelhal doctor`` found, and how to fix it."""
+    """One finding of ``accelhal doctor``, and what to do about it."""
 
     code: str = Field(description="stable identifier, e.g. 'forced-unavailable'")
+    severity: Severity = Field(
+        default=Severity.ERROR, description="'error' makes doctor exit 1; 'warning' and 'notice' leave it healthy"
+    )
     title: str
     detail: str
     fix: str
-    severity: Literal["error", "warning"] = Field(
-        default="error", description="'warning': worth fixing, but nothing fails because of it (doctor still exits 0)"
-    )
 
 
 class DoctorOutput(_Output):
-    """``accelhal doctor --json``: healthy (exit status 0) when no problem is an error; warnings may remain."""
+    """``accelhal doctor --json``: healthy when no finding is an error (exit status 0); warnings, notices may remain."""
 
     healthy: bool
     active: str | None
     problems: list[Problem]
     checks: list[str] = Field(description="the checks that ran")
+
+
+class ErrorOutput(_Output):
+    """What any ``--json`` command prints when it fails before it has its own output (exit status 2)."""
+
+    command: str
+    error: str = Field(description="the message, as 'accelhal: error:' prints it on stderr")
 
 
 class FailedTest(_Output):
@@ -129,5 +159,6 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "explain": ExplainOutput,
     "doctor": DoctorOutput,
     "check": CheckOutput,
+    "error": ErrorOutput,
 }
-"""Subcommand name -> the model its ``--json`` output conforms to."""
+"""Subcommand name -> the model its ``--json`` output conforms to (``error``: any command's, when it fails early)."""

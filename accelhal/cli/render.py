@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from accelhal.errors import hint_sentence, sentence
+from accelhal.report import TorchImportReport
 from accelhal.spec import Status
 
 STATUS_STYLES: dict[str, str] = {
@@ -65,6 +67,23 @@ def field(out: Console, label: str, value: str) -> None:
     """Print ``label: value`` with the label in bold; ``value`` is plain text, not markup."""
     line = Text.assemble((f"{label}: ", "bold"), value)
     out.print(line)
+
+
+def with_hint(reason: str, hint: str | None) -> str:
+    """``reason`` as a sentence, followed by ``Hint: ...`` when there is a hint."""
+    return sentence(reason) + (f" {hint_sentence(hint)}" if hint else "")
+
+
+def torch_failure(out: Console, torch: TorchImportReport | None) -> str | None:
+    """Print why torch cannot load and the fixes, in order; returns the verdict reason (``None`` if torch loads)."""
+    if torch is None or torch.loaded or torch.reason is None:
+        return None
+    out.print(Text("torch cannot load", style="bold red"))
+    out.print(Text(torch.reason))
+    for number, fix in enumerate(torch.fixes, start=1):
+        out.print(Text.assemble((f"{number}. ", "bold"), fix))
+    out.print()
+    return torch.reason
 
 
 def gib(num_bytes: int) -> str:

@@ -12,7 +12,8 @@ NAME = "schema"
 HELP = "the JSON Schema of every --json output"
 DESCRIPTION = (
     "Print a JSON object mapping each subcommand to the JSON Schema its --json output conforms to, or"
-    " only COMMAND's schema. The output is JSON with or without --json."
+    " only COMMAND's schema ('error': what any --json command prints when it fails before it has its own"
+    " output). The output is JSON with or without --json."
 )
 
 

@@ -77,7 +77,8 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="nccl",
     visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
     export_envs=("NCCL",),
-    hint="Install a CUDA (or ROCm) build of torch and check the driver with nvidia-smi (rocm-smi).",
+    hint="Install a CUDA (or ROCm) build of torch and the NVIDIA (or AMD) driver.",
+    device_check_command="nvidia-smi",
     description="NVIDIA GPUs (CUDA) and AMD GPUs (ROCm/HIP) through torch.cuda; NCCL/RCCL collectives",
 )
 

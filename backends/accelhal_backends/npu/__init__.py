@@ -13,9 +13,9 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="hccl",
     visible_devices_envs=("ASCEND_RT_VISIBLE_DEVICES",),
     export_envs=("ASCEND", "HCCL", "LD_LIBRARY", "PATH"),
-    hint="Install torch_npu and source the CANN toolkit's set_env.sh (e.g. /usr/local/Ascend/ascend-toolkit/"
-    "set_env.sh) so that torch_npu finds libhccl.so and the other Ascend libraries; check the devices with "
-    "npu-smi info.",
+    hint="Install the CANN toolkit and source its set_env.sh (e.g. source /usr/local/Ascend/ascend-toolkit/"
+    "set_env.sh) so that torch_npu finds libhccl.so and the other Ascend libraries.",
+    device_check_command="npu-smi info",
     description="Huawei Ascend NPUs through torch_npu; HCCL collectives",
 )
 

@@ -1,0 +1,112 @@
+"""Keep what vendor code writes to standard output off accelhal's own standard output.
+
+Vendor packages print at import (``torch_npu`` prints ``Warning: ASCEND_HOME_PATH
+environment variable is not set.`` from native code), and ``accelhal info --json``
+must still print one valid JSON document. :func:`stdout_to_stderr` wraps every import
+and probe of vendor code: while it runs, file descriptor 1 points at a private file, so
+Python's ``print`` (through ``sys.stdout``, which is flushed at both ends) and native
+writes (``printf``, ``write(1, ...)``; C stdio is flushed too) land there. On exit the
+descriptor is restored, what was written goes to standard error, and the text is kept
+for the report.
+
+Example::
+
+    with stdout_to_stderr() as captured:
+        import my_vendor_runtime        # prints a banner
+    captured.text                       # the banner; it went to stderr, not stdout
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+
+_STDOUT = 1
+_STDERR = 2
+_files: list[int] = []
+"""One private file per nesting depth, created on first use and reused (truncated) after."""
+_depth = threading.local()
+
+
+class Captured:
+    """What was written to standard output inside one :func:`stdout_to_stderr` block."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text = ""
+        """The text written (decoded as UTF-8, undecodable bytes replaced); set when the block ends."""
+
+
+def _private_file(depth: int) -> int:
+    while len(_files) <= depth:
+        flag = getattr(os, "O_TMPFILE", 0)
+        if flag:
+            try:
+                _files.append(os.open(os.environ.get("TMPDIR") or "/tmp", flag | os.O_RDWR, 0o600))
+                continue
+            except OSError:
+                pass  # a file system without O_TMPFILE support
+        import tempfile
+
+        with tempfile.TemporaryFile() as handle:
+            _files.append(os.dup(handle.fileno()))
+    fd = _files[depth]
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _flush_all() -> None:
+    """Flush Python's ``sys.stdout`` and the C library's stdio buffers (``fflush(NULL)``)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[Captured]:
+    """Send what is written to standard output inside the block to standard error, and keep it.
+
+    Nestable; a process whose descriptor 1 is closed runs the block unchanged. Not meant
+    for blocks that other threads write to standard output during (they are caught too).
+    """
+    captured = Captured()
+    depth = getattr(_depth, "value", 0)
+    try:
+        _flush_all()
+        saved = os.dup(_STDOUT)
+    except OSError:
+        yield captured
+        return
+    try:
+        private = _private_file(depth)
+        os.dup2(private, _STDOUT)
+    except OSError:
+        os.close(saved)
+        yield captured
+        return
+    _depth.value = depth + 1
+    try:
+        yield captured
+    finally:
+        _depth.value = depth
+        _flush_all()
+        os.dup2(saved, _STDOUT)
+        os.close(saved)
+        size = os.lseek(private, 0, os.SEEK_END)
+        data = os.pread(private, size, 0) if size else b""
+        if data:
+            with contextlib.suppress(Exception):
+                sys.stderr.flush()
+            with contextlib.suppress(OSError):
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(_STDERR, view) :]
+            captured.text = data.decode("utf-8", errors="replace")

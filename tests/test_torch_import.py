@@ -1,0 +1,151 @@
+"""A vendor distribution whose ``torch.backends`` entry point fails: ``import torch`` itself fails.
+
+Staged as pip lays a distribution out (a module and its ``.dist-info`` with the entry
+point), on ``PYTHONPATH`` of a fresh process: torch's real backend autoload loads it
+during ``import torch``. The same distribution also registers an accelhal backend that
+requires the vendor module, with its hint on making the runtime load. The real wheel of
+a real vendor (``torch_npu``) is exercised by ``tests/test_vendor_stacks.py``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import Result, run_accelhal
+
+VENDOR = """
+    import os
+    print("brokenvendor: banner at import")
+    os.write(1, b"brokenvendor: native banner at import\\n")
+    raise ImportError("libbroken.so: cannot open shared object file: No such file or directory")
+
+    def autoload():
+        pass
+"""
+
+PLUGIN = """
+    from accelhal import BackendSpec, hookimpl
+    from accelhal.probing import device_module_probe
+
+    HINT = "install the Broken runtime and source its env.sh"
+
+    @hookimpl
+    def accelhal_register_backends(register):
+        register(BackendSpec(name="brokendev", device_type="brokendev", priority=850, hint=HINT,
+                             probe=device_module_probe("brokenvendor", "torch.brokendev", HINT),
+                             accelerator="brokenvendor_accel:Never", requires=("torch", "brokenvendor")))
+"""
+
+API = """
+import contextlib, os, sys, accelhal
+with contextlib.suppress(accelhal.AccelhalError):
+    accelhal.get_accelerator()
+for _ in range(3):  # each would re-run torch's initialisation; the third used to crash the interpreter at exit
+    with contextlib.suppress(ImportError):
+        import torch
+report = accelhal.detect()
+print(report.torch.error, report.torch.autoload.distribution, report.torch.autoload.error, sep="|")
+"""
+
+
+@pytest.fixture
+def broken(tmp_path: Path) -> Callable[..., Result]:
+    """Run the command with the broken vendor distribution installed."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "brokenvendor.py").write_text(textwrap.dedent(VENDOR))
+    (site / "brokenvendor_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    dist_info = site / "broken_vendor-3.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-vendor\nVersion: 3.1\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[torch.backends]\nbrokenvendor = brokenvendor:autoload\n\n[accelhal]\nbrokendev = brokenvendor_plugin\n"
+    )
+
+    def run(*args: str, env: dict[str, str] | None = None, code: str | None = None) -> Result:
+        return run_accelhal(*args, env={"PYTHONPATH": str(site), **(env or {})}, code=code)
+
+    return run
+
+
+def test_one_torch_verdict_for_every_backend_with_the_fixes_in_order(broken: Callable[..., Result]) -> None:
+    result = broken("list", "--json")
+    assert result.returncode == 1, result.output
+    data = result.json()
+    torch = data["torch"]
+    assert torch["autoload"] == {
+        "entry_point": "brokenvendor",
+        "value": "brokenvendor:autoload",
+        "distribution": "broken-vendor",
+        "version": "3.1",
+        "error": "ImportError: libbroken.so: cannot open shared object file: No such file or directory",
+    }
+    assert torch["fixes"] == [
+        "Make broken-vendor loadable: install the Broken runtime and source its env.sh.",
+        "Or set TORCH_DEVICE_BACKEND_AUTOLOAD=0 so that 'import torch' skips broken-vendor's entry point; "
+        "accelhal then probes broken-vendor itself and uses another backend while it cannot load.",
+        "Or uninstall it: pip uninstall broken-vendor.",
+    ]
+    assert {(b["status"], b["reason"], b["hint"]) for b in data["backends"]} == {
+        ("broken", torch["reason"], " ".join(torch["fixes"]))
+    }
+    assert torch["reason"].startswith("torch itself cannot load: 'import torch' runs torch's backend autoload")
+    assert torch["output"] == "brokenvendor: banner at import\nbrokenvendor: native banner at import\n"
+    assert "banner" in result.stderr
+    assert "TORCH_LIBRARY" not in result.output  # torch was imported once
+
+
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [(["info"], 2), (["list"], 1), (["explain"], 1), (["explain", "brokendev"], 0), (["check", "cpu"], 2)],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
+)
+def test_every_command_says_it_and_json_is_a_document(
+    broken: Callable[..., Result], args: list[str], status: int
+) -> None:
+    for as_json in (False, True):
+        result = broken(*args, *(["--json"] if as_json else []))
+        assert result.returncode == status, result.output
+        assert "Traceback" not in result.output
+        if as_json:
+            assert isinstance(result.json(), dict)
+        text = " ".join(result.output.split())
+        assert "brokenvendor" in text and "libbroken.so: cannot open shared object file" in text
+        assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in text and "pip uninstall broken-vendor" in text
+
+
+def test_human_list_says_it_once_above_the_table(broken: Callable[..., Result]) -> None:
+    result = broken("list")
+    text = " ".join(result.stdout.split())
+    assert text.startswith("torch cannot load torch itself cannot load:")
+    assert "1. Make broken-vendor loadable" in text and "3. Or uninstall it" in text
+    assert text.count("libbroken.so") == 1  # the table and the error line point above
+    assert "torch cannot load (see above)" in text
+
+
+def test_torch_is_never_imported_twice_and_the_process_exits_normally(broken: Callable[..., Result]) -> None:
+    result = broken(code=API)
+    assert result.returncode == 0, result.output
+    error, distribution, cause = result.stdout.strip().split("|")
+    assert error.startswith("RuntimeError: Failed to load the backend extension: brokenvendor")
+    assert distribution == "broken-vendor" and cause.startswith("ImportError: libbroken.so")
+    assert "TORCH_LIBRARY" not in result.output
+
+
+def test_turning_autoload_off_heals_it(broken: Callable[..., Result]) -> None:
+    result = broken("info", "--json", env={"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})
+    assert result.returncode == 0, result.output
+    data = result.json()
+    assert data["accelerator"]["name"] == "cpu" and data["detection"]["torch"]["loaded"] is True
+    vendor = next(c for c in data["detection"]["candidates"] if c["name"] == "brokendev")
+    assert vendor["status"] == "broken"  # its own probe runs now, and finds its own error
+    assert vendor["reason"] == (
+        "import brokenvendor failed: ImportError: libbroken.so: cannot open shared object file: No such file or "
+        "directory"
+    )
+    assert vendor["hint"] == "install the Broken runtime and source its env.sh"
+    assert "brokenvendor: banner at import" in vendor["import_output"]
