@@ -103,11 +103,14 @@ class PluginError(AccelhalError):
     plugin is skipped.
     """
 
-    def __init__(self, plugin: str, stage: str, detail: str) -> None:
-        super().__init__(f"plugin {plugin!r} failed at {stage}: {detail}")
+    def __init__(self, plugin: str, stage: str, detail: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"plugin {plugin!r} failed at {stage}: {detail}" + (f". {hint_sentence(hint)}" if hint else "")
+        )
         self.plugin = plugin
         self.stage = stage
         self.detail = detail
+        self.hint = hint
 
 
 class ContractError(AccelhalError, TypeError):

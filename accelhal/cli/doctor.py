@@ -40,11 +40,18 @@ def run(args: argparse.Namespace) -> int:
         out.print(Text.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
     if output.problems:
         out.print()
-    others = len(output.problems) - sum(p.severity is Severity.ERROR for p in output.problems)
+    counts = {severity: sum(p.severity is severity for p in output.problems) for severity in Severity}
+    others = ", ".join(
+        _count(counts[severity], severity.value) for severity in (Severity.WARNING, Severity.NOTICE) if counts[severity]
+    )
     if output.healthy:
-        suffix = f" ({others} warning(s) or notice(s))" if others else ""
-        out.print(Text(f"No problems found{suffix}.", style="green"))
+        out.print(Text(f"No problems found{f' ({others})' if others else ''}.", style="green"))
         return 0
-    errors = len(output.problems) - others
-    out.print(Text(f"{errors} problem(s) found.", style="bold red"))
+    found = _count(counts[Severity.ERROR], "problem") + " found" + (f" ({others})" if others else "")
+    out.print(Text(f"{found}.", style="bold red"))
     return 1
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

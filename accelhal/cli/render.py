@@ -1,18 +1,23 @@
 """Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
 
-Everything is drawn with rich. On a terminal tables get rounded boxes and colour; when
-the output is piped (or ``NO_COLOR`` is set, which rich honours) it degrades to plain
-text with ASCII boxes, so a bug report can paste it as it is. Tables are sized for an
-80-column terminal: long cells wrap instead of widening the table.
+Everything is drawn with rich. On a terminal, tables get rounded boxes, labels are bold
+and statuses coloured. ``NO_COLOR`` (set and not empty, as https://no-color.org asks)
+removes the colour and only the colour: bold and the boxes stay, since they are not
+colour and carry the layout. When the output is piped it is plain text with ASCII boxes
+and no escape codes at all, so a bug report can paste it as it is. Output is sized for
+an 80-column terminal: long cells and list items wrap under their own text instead of
+widening the table or running back to column 0.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from pydantic import BaseModel
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -67,6 +72,34 @@ def field(out: Console, label: str, value: str) -> None:
     """Print ``label: value`` with the label in bold; ``value`` is plain text, not markup."""
     line = Text.assemble((f"{label}: ", "bold"), value)
     out.print(line)
+
+
+def items(out: Console, lines: list[str], *, marker: str = "-", indent: int = 2) -> None:
+    """Print ``lines`` as a list: each after ``marker``, its continuation lines under its text."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row(marker, Text(line))
+    out.print(Padding(grid, (0, 0, 0, indent)))
+
+
+def columns(
+    out: Console, rows: Sequence[tuple[str, ...]], *, indent: int = 2, styled_column: int | None = None
+) -> None:
+    """Print ``rows`` aligned in columns without a box; the last column wraps under itself.
+
+    ``styled_column`` is coloured by :func:`styled` (a status or plugin state).
+    """
+    if not rows:
+        return
+    grid = Table.grid(padding=(0, 2, 0, 0))
+    for _ in rows[0][:-1]:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for row in rows:
+        grid.add_row(*(styled(c) if i == styled_column else Text(c) for i, c in enumerate(row)))
+    out.print(Padding(grid, (0, 0, 0, indent)))
 
 
 def with_hint(reason: str, hint: str | None) -> str:
