@@ -28,6 +28,7 @@ from accelhal.errors import (
     ContractError,
     PluginError,
     UnknownBackendError,
+    plugin_failure,
 )
 from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
@@ -456,7 +457,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     if chosen.name == plugins.FALLBACK_BACKEND:
         rule = "fallback"
         explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"
-        problems = "; ".join(f"plugin {f.plugin!r} failed at {f.stage}: {shorten(f.detail, 160)}" for f in reg.failures)
+        problems = "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
         logger.warning(
             "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
             summary,

@@ -2,7 +2,7 @@
 
 A status is a value (``probe-error``), never an adjective in a sentence: sentences use
 :data:`STATUS_PHRASES` (``"'acme' raised an error in its probe"``), and a plugin failure
-reads as what happened (:func:`failure_title`), not as ``failed at conflict``.
+reads as what happened (:func:`failure_title`), never as ``failed at conflict``.
 
 Example::
 
@@ -13,7 +13,7 @@ Example::
 
 from __future__ import annotations
 
-from accelhal.errors import sentence
+from accelhal.errors import plugin_failure, sentence
 from accelhal.report import CandidateReport, DetectionReport, FailureReport
 from accelhal.spec import Status
 
@@ -29,17 +29,6 @@ STATUS_PHRASES: dict[Status, str] = {
 }
 """Each status as a predicate: ``f"{name!r} {STATUS_PHRASES[status]}"``."""
 
-STAGE_PHRASES: dict[str, str] = {
-    "import": "cannot be imported",
-    "register": "failed in its registration hook",
-    "validate": "registered a backend that accelhal rejects",
-    "conflict": "registers a backend name that is already taken",
-    "probe": "failed while probing",
-    "instantiate": "failed to construct its accelerator",
-    "op-builders": "failed to register its op builders",
-}
-"""Each stage of :class:`~accelhal.report.FailureReport` as a predicate of ``plugin 'NAME'``."""
-
 
 def reason_text(status: Status, reason: str) -> str:
     """``reason`` without a leading ``not probed:`` that would only repeat the status."""
@@ -54,13 +43,13 @@ def verdict_sentence(name: str, status: Status, reason: str) -> str:
 
 
 def failure_phrase(failure: FailureReport) -> str:
-    """What happened to the plugin, as a predicate: ``cannot be imported``."""
-    return STAGE_PHRASES.get(failure.stage, f"failed at stage {failure.stage!r}")
+    """What happened to the plugin, as a predicate: ``cannot be imported`` (:data:`~accelhal.errors.PLUGIN_STAGES`)."""
+    return plugin_failure(failure.plugin, failure.stage).removeprefix(f"plugin {failure.plugin!r} ")
 
 
 def failure_title(failure: FailureReport) -> str:
     """What happened to the plugin, as a heading: ``plugin 'acme' cannot be imported``."""
-    return f"plugin {failure.plugin!r} {failure_phrase(failure)}"
+    return plugin_failure(failure.plugin, failure.stage)
 
 
 def distribution_of(report: DetectionReport, plugin: str) -> str:
