@@ -147,7 +147,8 @@ def explain(name: str | None, report: DetectionReport, registry: Registry) -> Ex
     output = output.model_copy(update={"torch": report.torch, "summary": sentence(output.summary)})
     if report.chosen is not None or not report.failures:
         return output
-    failures = [failure_line(f, report) for f in report.failures]
+    said = " ".join(output.details)
+    failures = [failure_line(f, report) for f in report.failures if f.detail not in said]  # not twice
     return output.model_copy(update={"details": [*output.details, *failures]})
 
 

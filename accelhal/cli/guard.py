@@ -58,7 +58,7 @@ class Fault:
     source: str
     """``"built-in"`` or ``"<distribution> <version>"``."""
     how: str
-    """What happened: ``"exit status 3"``, ``"signal SIGSEGV"``, ``"no answer within 60 s"``."""
+    """What happened, e.g. ``"exit status 3"``, ``"signal SIGSEGV"`` or ``"no answer within 60 s"``."""
     hung: bool
     output: str
     """The last lines the child wrote to stderr."""
@@ -76,7 +76,7 @@ class Outcome:
     torch_error: str | None = None
     """``import torch`` failed in the child: the last line of its error."""
     answer: dict[str, Any] = field(default_factory=dict)
-    """The completed child's timings: ``plugins`` and ``candidates`` with their seconds."""
+    """The completed child's timings (``plugins`` and ``candidates`` with their seconds)."""
     blocked: list[str] = field(default_factory=list)
     """The plugins blocked to complete discovery (also named by the faults)."""
 

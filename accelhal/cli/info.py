@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
         render.error(output.error or report.rule)
         return SELECTION_FAILED
     out = render.console()
-    render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r})")
+    chosen = report.candidate(acc.name)
+    source = f", {chosen.source}" if chosen is not None else ""
+    render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r}{source})")
     render.field(out, "chosen by", report.rule)
     print_why(out, report)
     devices = render.table(out, "device", "description", "memory total", "free", "capability")

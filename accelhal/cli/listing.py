@@ -103,7 +103,7 @@ def _backends(out: Console, output: ListOutput, torch_reason: str | None) -> Non
             error = error[: error.index(torch_reason)] + "torch cannot load (see above)."
         render.field(out, "selection failed", error)
     if hints:
-        render.field(out, "hints", "")
+        out.print(Text("hints:", style="bold"))
         render.items(out, hints)
 
 

@@ -94,6 +94,17 @@ def test_why_is_a_sentence_and_one_line_per_backend() -> None:
     assert "backend(s) were not probed." in " ".join(forced.split())
 
 
+def test_list_puts_the_hints_that_matter_under_the_table(install_distribution: InstallDistribution) -> None:
+    broken = "return Verdict.broken('libacme.so: cannot open shared object file', hint='source /opt/acme/env.sh')"
+    site = install_distribution("acme-accel", {"acme": backend_plugin("acme", probe_body=broken)}, {"acme": "acme"})
+    lines = run_accelhal("list", env={"PYTHONPATH": str(site.parent)}).stdout.splitlines()
+    row = next(line for line in lines if line.startswith(" acme "))
+    assert row.split("|")[2].strip() == "broken" and "Hint" not in row
+    hints = lines.index("hints:")
+    assert lines[hints + 1] == "  - acme: Source /opt/acme/env.sh."
+    assert hints > lines.index("* active: cpu (chosen by fallback)")
+
+
 def test_the_fallback_warning_names_the_plugin_problems(staged_path: str) -> None:
     code = "import accelhal; accelhal.get_accelerator()"
     result = run_accelhal(code=code, env={"PYTHONPATH": staged_path})

@@ -59,7 +59,7 @@ def test_terminal_gets_colour_and_80_columns(args: list[str]) -> None:
     drawn = run_in_terminal(*args, no_color=False)
     assert ANSI.search(drawn), drawn
     plain = ANSI.sub("", drawn)
-    assert "╭" in plain  # rounded boxes on a terminal
+    assert "┼" in plain  # box-drawing lines on a terminal
     assert max(len(line) for line in plain.splitlines()) <= 80
 
 
@@ -74,7 +74,7 @@ def test_no_color_removes_the_colour_and_only_the_colour() -> None:
     drawn = run_in_terminal("list", no_color=True)
     assert colour_codes(drawn) == []
     assert re.search(r"\x1b\[1m", drawn)  # bold labels stay: they are not colour
-    assert "╭" in ANSI.sub("", drawn)  # and so do the boxes
+    assert "┼" in ANSI.sub("", drawn)  # and so do the box-drawing lines
 
 
 def test_an_empty_no_color_leaves_the_colour_on() -> None:
@@ -103,5 +103,5 @@ def test_piped_output_is_plain_text_without_no_color() -> None:
         [sys.executable, "-m", "accelhal", "list"], env=env, capture_output=True, text=True, check=False
     )
     assert result.returncode == 0
-    assert "\x1b[" not in result.stdout and "+---" in result.stdout  # ASCII boxes when piped
+    assert "\x1b[" not in result.stdout and "-+-" in result.stdout  # ASCII lines when piped
     assert run_accelhal("list").stdout == result.stdout
