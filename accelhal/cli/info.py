@@ -44,7 +44,7 @@ def print_why(out: Console, report: DetectionReport) -> None:
     rows, not_probed = probe_rows(report)
     why = sentence(decision_sentence(report), capital=True)
     if rows:
-        why += " The probes said:" if report.rule == "fallback" else " The other backends' probes said:"
+        why += " The probes said:" if report.rule == "fallback" else " The other probes said:"
     elif not_probed:
         why += f" The other {len(not_probed)} backend(s) were not probed."
     render.field(out, "why", why)

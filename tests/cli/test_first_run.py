@@ -105,6 +105,13 @@ def test_list_puts_the_hints_that_matter_under_the_table(install_distribution: I
     assert hints > lines.index("* active: cpu (chosen by fallback)")
 
 
+def test_why_names_the_winner_of_the_cascade(install_distribution: InstallDistribution) -> None:
+    site = install_distribution("acme-accel", {"acme": backend_plugin("acme", priority=990)}, {"acme": "acme"})
+    flat = " ".join(run_accelhal("info", env={"PYTHONPATH": str(site.parent)}).stdout.split())
+    assert "active backend: acme (torch device type 'cpu', acme-accel 1.0)" in flat
+    assert "why: 'acme' is the available backend with the highest priority (990). The other probes said:" in flat
+
+
 def test_the_fallback_warning_names_the_plugin_problems(staged_path: str) -> None:
     code = "import accelhal; accelhal.get_accelerator()"
     result = run_accelhal(code=code, env={"PYTHONPATH": staged_path})
