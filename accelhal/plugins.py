@@ -49,8 +49,8 @@ BUILTIN_DISTRIBUTION = "accelhal"
 FALLBACK_BACKEND = "cpu"
 """The backend that is always registered and always available; it cannot be blocked."""
 PASSED_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, GeneratorExit)
-"""What a plugin's import, hook or probe may raise through accelhal: the user's interrupt and
-a generator's shutdown. Everything else, ``SystemExit`` included, is that plugin's failure."""
+"""The exceptions that go through accelhal from a plugin's import, hook or probe (the user's
+interrupt and a generator's shutdown); anything else, ``SystemExit`` included, is that plugin's failure."""
 
 
 STEP_LOGGER = "accelhal.discovery"
