@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar, TypeVar
@@ -70,6 +71,33 @@ class _PerIndex(dict[Any, _V]):
         if type(index) is int:
             self[index] = value
         return value
+
+
+def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
+    """``index -> default stream``, for runtimes without ``default_stream`` (``torch.xpu``, ``torch.accelerator``).
+
+    A thread's current stream starts as the device's default stream, so each device's is
+    read once, as ``current_stream(index)`` in a new thread.
+    """
+
+    def read(index: int) -> Any:
+        found: list[Any] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                found.append(current_stream(index))
+            except BaseException as exc:  # re-raised in the caller's thread
+                failed.append(exc)
+
+        reader = threading.Thread(target=run)
+        reader.start()
+        reader.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    return _PerIndex(read)
 
 
 class DeviceModuleAccelerator(Accelerator):

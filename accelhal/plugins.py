@@ -163,6 +163,7 @@ def discover(settings: Settings, entry_points: Iterable[metadata.EntryPoint] | N
             continue
         _collect_backends(registry, manager, plugin, entry)
     _apply_replacements(registry)
+    _drop_claimed_generic(registry)
     return registry
 
 
@@ -204,6 +205,10 @@ def _add(registry: Registry, spec: BackendSpec, record: PluginRecord) -> None:
     if existing is None:
         registry.backends[spec.name] = Registration(spec, record)
         return
+    if existing.spec.generic != spec.generic:  # a named backend and the generic one: the named one wins
+        if existing.spec.generic:
+            registry.backends[spec.name] = Registration(spec, record)
+        return
     if spec.replaces == spec.name and existing.spec.replaces != spec.name:
         registry.backends[spec.name] = Registration(spec, record, [*existing.replaced, existing.plugin.source])
         return
@@ -232,3 +237,11 @@ def _apply_replacements(registry: Registry) -> None:
                 continue
             removed = registry.backends.pop(target)
             registration.replaced.append(f"{target} ({removed.plugin.source})")
+
+
+def _drop_claimed_generic(registry: Registry) -> None:
+    """A generic backend stands aside for any other backend registered for its device type."""
+    claimed = {r.spec.device_type for r in registry.backends.values() if not r.spec.generic}
+    for name, registration in list(registry.backends.items()):
+        if registration.spec.generic and registration.spec.device_type in claimed:
+            del registry.backends[name]
