@@ -134,7 +134,7 @@ def test_cpu_passes_the_behavioural_checks() -> None:
 
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps"):
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps", "generic"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

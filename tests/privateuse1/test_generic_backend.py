@@ -154,3 +154,23 @@ def test_the_conformance_kit_passes_with_every_skip_explained(tmp_path: Path) ->
     for _, where, reason in skips:
         expected = next(text for key, text in SKIPS.items() if where.startswith(key) or key.startswith(where))
         assert reason.startswith(expected), (where, reason)
+
+
+def test_the_benchmark_pairs_answer_alike() -> None:
+    result = on_device("""
+import accelhal
+from benchmarks.generic import PAIRS, namespace
+acc = accelhal.get_accelerator()
+ns = namespace(acc)
+def answer(statement):
+    if statement.startswith("with "):
+        exec(statement, ns)
+        return "a context"
+    value = eval(statement, ns)
+    if isinstance(value, torch.Tensor):
+        return [str(value.device), str(value.dtype), value.cpu().tolist(), value.is_pinned()]
+    return str(value) if isinstance(value, (torch.Stream, type)) else value
+print(json.dumps({p.member: [answer(p.accelhal), answer(p.direct["testdev"])] for p in PAIRS}))
+""")
+    assert len(result) == 20
+    assert {member: pair for member, pair in result.items() if pair[0] != pair[1]} == {}

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 import torch
 
 from accelhal.contract import Accelerator, _check_index
-from accelhal.device_module import default_streams
+from accelhal.device_module import _PerIndex, default_streams
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.spec import Capability
 from accelhal_backends.generic import comm_backend
@@ -58,12 +58,22 @@ def device_module(device_type: str) -> ModuleType | None:
     return module
 
 
+_current_index = torch.accelerator.current_device_index
+_current_stream = torch.accelerator.current_stream
+_get_memory_info = torch.accelerator.get_memory_info
+_set_index = torch.accelerator.set_device_index
+_synchronize = torch.accelerator.synchronize
+
+
 def _memory_figure(name: str, doc: str) -> Callable[..., int]:
-    """A member returning ``torch.accelerator.<name>(device_index)`` as an int."""
+    """A member returning ``torch.accelerator.<name>(device_index)`` (an int)."""
     figure = getattr(torch.accelerator, name)
 
     def member(self: GenericAccelerator, device_index: int | None = None) -> int:
-        return int(figure(device_index))
+        if device_index.__class__ is not int and device_index is not None:
+            device_index = _check_index(device_index)
+        value: int = figure(device_index)
+        return value
 
     member.__name__ = member.__qualname__ = name
     member.__doc__ = doc
@@ -71,26 +81,39 @@ def _memory_figure(name: str, doc: str) -> Callable[..., int]:
 
 
 class _Discovered:
-    """The ``capabilities`` of a generic accelerator: tried once per instance on first read."""
+    """The ``capabilities`` of a generic accelerator: tried once per instance on first read.
+
+    The answer is stored in the instance (``capabilities``, and ``_pins`` for the pinning
+    path), so later reads are plain attribute reads.
+    """
 
     def __get__(self, instance: GenericAccelerator | None, owner: type) -> frozenset[Capability]:
         if instance is None:
             return TORCH_CAPABILITIES
         found = instance._try_capabilities()
-        instance.__dict__["capabilities"] = found  # later reads are a plain attribute
+        instance.__dict__.update(capabilities=found, _pins=Capability.PINNING in found)
         return found
+
+
+class _Pins:
+    """``_pins``: whether the device pins host memory (reads ``capabilities`` first, which stores it)."""
+
+    def __get__(self, instance: GenericAccelerator | None, owner: type) -> bool:
+        return instance is not None and Capability.PINNING in instance.capabilities
 
 
 class GenericAccelerator(Accelerator):
     """Torch's accelerator of one device type, through ``torch.accelerator`` (see the module docstring)."""
 
     capabilities = _Discovered()
+    _pins = _Pins()
 
     def __init__(self) -> None:
         """Find the device module; binds the members that are ``torch.accelerator`` functions. No device is used."""
         super().__init__()
         self._m: Any = device_module(self.device_type)
-        self._default_streams = default_streams(torch.accelerator.current_stream)
+        self._default_streams = default_streams(_current_stream)
+        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
         accelerator = torch.accelerator
         for member, function in (
             ("current_device", accelerator.current_device_index),
@@ -131,7 +154,9 @@ class GenericAccelerator(Accelerator):
     # ------------------------------------------------------------------ devices
     def set_device(self, device_index: int) -> None:
         """``torch.accelerator.set_device_index``."""
-        torch.accelerator.set_device_index(_check_index(device_index))
+        if device_index.__class__ is not int or device_index < 0:
+            device_index = _check_index(device_index)  # a decimal string or a torch.device; raises for the rest
+        _set_index(device_index)
 
     def current_device(self) -> int:
         """``torch.accelerator.current_device_index()``."""
@@ -141,21 +166,32 @@ class GenericAccelerator(Accelerator):
         """``torch.accelerator.device_count()``; creates no device context."""
         return torch.accelerator.device_count()
 
+    def _indexed_device_name(self, device_index: int) -> str:
+        """``"<type>:<index>"``, cached per index."""
+        return self._names[device_index]
+
+    def current_device_name(self) -> str:
+        """``"<type>:<current index>"``."""
+        return self._names[_current_index()]
+
     def synchronize(self, device_index: int | None = None) -> None:
         """``torch.accelerator.synchronize``."""
-        torch.accelerator.synchronize(device_index)
+        if device_index.__class__ is not int and device_index is not None:
+            device_index = _check_index(device_index)
+        _synchronize(device_index)
 
     def is_available(self) -> bool:
         """True when torch counts at least one device; creates no device context."""
         return torch.accelerator.device_count() > 0
 
     def _index(self, device_index: int | None) -> int:
-        return torch.accelerator.current_device_index() if device_index is None else _check_index(device_index)
+        return _current_index() if device_index is None else _check_index(device_index)
 
     # ------------------------------------------------------------------ RNG (the device module)
     def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
         """The device module's ``set_rng_state``."""
-        self._from_module("set_rng_state")(new_state, self._index(device_index))
+        set_state = self._from_module("set_rng_state")
+        set_state(new_state) if device_index is None else set_state(new_state, _check_index(device_index))
 
     def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
         """The device module's ``get_rng_state``."""
@@ -188,8 +224,8 @@ class GenericAccelerator(Accelerator):
         return generator
 
     # ------------------------------------------------------------------ streams and events (torch's generic ones)
-    _stream_class = torch.Stream
-    _event_class = torch.Event
+    Stream = torch.Stream  # plain class attributes: as cheap to read as torch.Stream itself
+    Event = torch.Event
 
     def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
         """``stream`` itself (a ``torch.Stream`` is a context manager); a no-op context for ``None``."""
@@ -200,7 +236,9 @@ class GenericAccelerator(Accelerator):
 
     def current_stream(self, device_index: int | None = None) -> Any:
         """``torch.accelerator.current_stream``."""
-        return torch.accelerator.current_stream(device_index)
+        if device_index.__class__ is not int and device_index is not None:
+            device_index = _check_index(device_index)
+        return _current_stream(device_index)
 
     def default_stream(self, device_index: int | None = None) -> Any:
         """The stream a new thread starts with on the device (its default stream), read once per device."""
@@ -222,11 +260,15 @@ class GenericAccelerator(Accelerator):
 
     def total_memory(self, device_index: int | None = None) -> int:
         """The total of ``torch.accelerator.get_memory_info``."""
-        return int(torch.accelerator.get_memory_info(self._index(device_index))[1])
+        index = _current_index() if device_index is None else _check_index(device_index)
+        total: int = _get_memory_info(index)[1]
+        return total
 
     def available_memory(self, device_index: int | None = None) -> int:
         """The free bytes of ``torch.accelerator.get_memory_info``."""
-        return int(torch.accelerator.get_memory_info(self._index(device_index))[0])
+        index = _current_index() if device_index is None else _check_index(device_index)
+        free: int = _get_memory_info(index)[0]
+        return free
 
     # ------------------------------------------------------------------ dtypes
     def _device_dtypes(self) -> set[torch.dtype] | None:
@@ -279,9 +321,7 @@ class GenericAccelerator(Accelerator):
         return frozenset(found)
 
     def _times_events(self) -> bool:
-        event_class = self._event_class
-        assert event_class is not None
-        start, end = event_class(enable_timing=True), event_class(enable_timing=True)
+        start, end = torch.Event(enable_timing=True), torch.Event(enable_timing=True)
         start.record()
         end.record()
         end.synchronize()
@@ -324,6 +364,15 @@ class GenericAccelerator(Accelerator):
             graph.replay()
 
     # ------------------------------------------------------------------ pinning (when tried)
+    def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
+        """A pinned copy of ``tensor`` (``tensor.pin_memory()``); the tensor itself where the device cannot pin.
+
+        With ``make_copy=False``, a fresh buffer shaped like ``tensor`` (flat unless ``match_shape``).
+        """
+        if make_copy:
+            return tensor.pin_memory() if self._pins else tensor
+        return super().pin_memory(tensor, make_copy, match_shape)
+
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor.pin_memory()``; the tensor itself where the device cannot pin."""
         return tensor.pin_memory() if Capability.PINNING in self.capabilities else tensor
