@@ -114,6 +114,7 @@ class GenericAccelerator(Accelerator):
         self._m: Any = device_module(self.device_type)
         self._default_streams = default_streams(_current_stream)
         self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
+        self.__dict__.update(Stream=torch.Stream, Event=torch.Event)  # an instance read is the cheapest read
         accelerator = torch.accelerator
         for member, function in (
             ("current_device", accelerator.current_device_index),
