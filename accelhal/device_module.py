@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar, TypeVar
@@ -105,6 +106,33 @@ LOOKED_FOR = (
 
 RANGE_MODULES = ("nvtx", "cnpx", "brtx")
 """Submodules that provide profiler ranges (``range_push``/``range_pop``), in the order looked for."""
+
+
+def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
+    """``index -> default stream``, for runtimes without ``default_stream`` (``torch.xpu``, ``torch.accelerator``).
+
+    A thread's current stream starts as the device's default stream, so each device's is
+    read once, as ``current_stream(index)`` in a new thread.
+    """
+
+    def read(index: int) -> Any:
+        found: list[Any] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                found.append(current_stream(index))
+            except BaseException as exc:  # re-raised in the caller's thread
+                failed.append(exc)
+
+        reader = threading.Thread(target=run)
+        reader.start()
+        reader.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    return _PerIndex(read)
 
 
 class DeviceModuleAccelerator(Accelerator):

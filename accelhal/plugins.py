@@ -123,6 +123,7 @@ class Registry:
                 entry.state, entry.detail = "loaded", ""
                 _load(self, ep, entry, index)
             _apply_replacements(self)
+            _drop_claimed_generic(self)
             index.save()
         finally:
             self.strict = strict
@@ -269,6 +270,7 @@ def discover(
             continue
         _load(registry, ep, entry, index)
     _apply_replacements(registry)
+    _drop_claimed_generic(registry)
     if index is not None:
         index.save()
     registry.strict = settings.strict
@@ -353,6 +355,10 @@ def _add(registry: Registry, spec: BackendSpec, record: PluginRecord) -> None:
     if existing is None:
         registry.backends[spec.name] = Registration(spec, record)
         return
+    if existing.spec.generic != spec.generic:  # a named backend and the generic one: the named one wins
+        if existing.spec.generic:
+            registry.backends[spec.name] = Registration(spec, record)
+        return
     if spec.replaces == spec.name and existing.spec.replaces != spec.name:
         registry.backends[spec.name] = Registration(spec, record, [*existing.replaced, existing.plugin.source])
         return
@@ -412,3 +418,11 @@ def forget_registry() -> None:
     global _registry
     with _registry_lock:
         _registry = None
+
+
+def _drop_claimed_generic(registry: Registry) -> None:
+    """A generic backend stands aside for any other backend registered for its device type."""
+    claimed = {r.spec.device_type for r in registry.backends.values() if not r.spec.generic}
+    for name, registration in list(registry.backends.items()):
+        if registration.spec.generic and registration.spec.device_type in claimed:
+            del registry.backends[name]
