@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 
 import torch
 
-from accelhal.contract import Accelerator, _check_index
+from accelhal.arguments import check_device_index
+from accelhal.contract import Accelerator
 from accelhal.device_module import _PerIndex, default_streams
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.spec import Capability
@@ -71,7 +72,7 @@ def _memory_figure(name: str, doc: str) -> Callable[..., int]:
 
     def member(self: GenericAccelerator, device_index: int | None = None) -> int:
         if device_index.__class__ is not int and device_index is not None:
-            device_index = _check_index(device_index)
+            device_index = check_device_index(device_index)
         value: int = figure(device_index)
         return value
 
@@ -156,7 +157,7 @@ class GenericAccelerator(Accelerator):
     def set_device(self, device_index: int) -> None:
         """``torch.accelerator.set_device_index``."""
         if device_index.__class__ is not int or device_index < 0:
-            device_index = _check_index(device_index)  # a decimal string or a torch.device; raises for the rest
+            device_index = check_device_index(device_index)  # a decimal string or a torch.device; raises for the rest
         _set_index(device_index)
 
     def current_device(self) -> int:
@@ -178,7 +179,7 @@ class GenericAccelerator(Accelerator):
     def synchronize(self, device_index: int | None = None) -> None:
         """``torch.accelerator.synchronize``."""
         if device_index.__class__ is not int and device_index is not None:
-            device_index = _check_index(device_index)
+            device_index = check_device_index(device_index)
         _synchronize(device_index)
 
     def is_available(self) -> bool:
@@ -186,18 +187,18 @@ class GenericAccelerator(Accelerator):
         return torch.accelerator.device_count() > 0
 
     def _index(self, device_index: int | None) -> int:
-        return _current_index() if device_index is None else _check_index(device_index)
+        return _current_index() if device_index is None else check_device_index(device_index)
 
     # ------------------------------------------------------------------ RNG (the device module)
     def set_rng_state(self, new_state: torch.Tensor, device_index: int | None = None) -> None:
         """The device module's ``set_rng_state``."""
         set_state = self._from_module("set_rng_state")
-        set_state(new_state) if device_index is None else set_state(new_state, _check_index(device_index))
+        set_state(new_state) if device_index is None else set_state(new_state, check_device_index(device_index))
 
     def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
         """The device module's ``get_rng_state``."""
         get_state = self._from_module("get_rng_state")
-        state: torch.Tensor = get_state() if device_index is None else get_state(_check_index(device_index))
+        state: torch.Tensor = get_state() if device_index is None else get_state(check_device_index(device_index))
         return state
 
     def manual_seed(self, seed: int) -> None:
@@ -214,7 +215,7 @@ class GenericAccelerator(Accelerator):
 
     def default_generator(self, device_index: int) -> torch.Generator:
         """The device module's ``default_generators[i]`` (its lazy initialisation fills them if needed)."""
-        index = _check_index(device_index)
+        index = check_device_index(device_index)
         generators = self._from_module("default_generators")
         if not generators and callable(getattr(self._m, "_lazy_init", None)):
             self._m._lazy_init()
@@ -238,7 +239,7 @@ class GenericAccelerator(Accelerator):
     def current_stream(self, device_index: int | None = None) -> Any:
         """``torch.accelerator.current_stream``."""
         if device_index.__class__ is not int and device_index is not None:
-            device_index = _check_index(device_index)
+            device_index = check_device_index(device_index)
         return _current_stream(device_index)
 
     def default_stream(self, device_index: int | None = None) -> Any:
@@ -261,13 +262,13 @@ class GenericAccelerator(Accelerator):
 
     def total_memory(self, device_index: int | None = None) -> int:
         """The total of ``torch.accelerator.get_memory_info``."""
-        index = _current_index() if device_index is None else _check_index(device_index)
+        index = _current_index() if device_index is None else check_device_index(device_index)
         total: int = _get_memory_info(index)[1]
         return total
 
     def available_memory(self, device_index: int | None = None) -> int:
         """The free bytes of ``torch.accelerator.get_memory_info``."""
-        index = _current_index() if device_index is None else _check_index(device_index)
+        index = _current_index() if device_index is None else check_device_index(device_index)
         free: int = _get_memory_info(index)[0]
         return free
 
