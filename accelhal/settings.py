@@ -76,6 +76,22 @@ VARIABLES: tuple[Variable, ...] = (
         "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
     ),
     Variable(
+        "ACCELHAL_DEEPSPEED",
+        "boolean",
+        "0",
+        "1 makes every Python process of an environment where `python -m accelhal.compat.deepspeed hook install` "
+        "was run give DeepSpeed accelhal's accelerator when DeepSpeed is imported (launcher ranks, torchrun "
+        "workers, spawned children). Read by the hook's .pth file at start-up; a malformed value is raised "
+        "when DeepSpeed is imported.",
+    ),
+    Variable(
+        "ACCELHAL_DEEPSPEED_DISABLE_OPS",
+        "comma-separated names",
+        "unset (none)",
+        "With ACCELHAL_DEEPSPEED: DeepSpeed op-builder class names (case-sensitive) the adapter reports as not "
+        "buildable, as install(disable_ops=...) does; e.g. ShareMemCommBuilder.",
+    ),
+    Variable(
         "ACCELHAL_OPS_CACHE",
         "directory",
         "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",
