@@ -91,11 +91,7 @@ def as_deepspeed_accelerator(acc: Accelerator | None = None, *, disable_ops: Ite
             f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
             f"{type(acc).__qualname__}"
         )
-    ops = tuple(disable_ops)
-    bad = [op for op in ops if not isinstance(op, str) or not op]
-    if isinstance(disable_ops, str) or bad:
-        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
-    return adapter_class()(acc, ops)
+    return adapter_class()(acc, _checked_ops(disable_ops))
 
 
 def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] = ()) -> Any:
@@ -105,18 +101,46 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     so DeepSpeed and code calling :func:`accelhal.get_accelerator` agree; ``None`` keeps
     accelhal's active one. ``disable_ops`` as in :func:`as_deepspeed_accelerator`.
 
-    Call it before ``deepspeed.initialize``/``deepspeed.init_distributed``: DeepSpeed
-    code that captured an accelerator at import time keeps DeepSpeed's own.
+    Called before ``import deepspeed``, it imports DeepSpeed with the adapter in place
+    from DeepSpeed's first use of its accelerator: DeepSpeed's own detection never runs,
+    and the op-builder classes DeepSpeed binds at import time
+    (``deepspeed.ops.op_builder.CPUAdamBuilder``, ...) are the adapter's. Called after,
+    it replaces DeepSpeed's accelerator for every later ``get_accelerator()`` call;
+    what DeepSpeed captured at import time stays DeepSpeed's own.
     """
+    import sys
+
+    from accelhal.compat.deepspeed import _hook
+
     if acc is not None:
         import accelhal
 
         acc = accelhal.set_accelerator(acc)
-    adapter = as_deepspeed_accelerator(acc, disable_ops=disable_ops)
+    ops = _checked_ops(disable_ops)
+    if _hook.TARGET not in sys.modules:
+        import accelhal
+
+        _hook.arm(acc if acc is not None else accelhal.get_accelerator(), ops)
+        try:
+            from deepspeed.accelerator import get_accelerator
+        finally:
+            _hook.disarm()
+        return get_accelerator()
+    adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
     from deepspeed.accelerator import set_accelerator
 
     set_accelerator(adapter)
     return adapter
+
+
+def _checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:
+    from accelhal.errors import ContractError
+
+    ops = tuple(disable_ops)
+    bad = [op for op in ops if not isinstance(op, str) or not op]
+    if isinstance(disable_ops, str) or bad:
+        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
+    return ops
 
 
 _registered: dict[str, tuple[str, str]] = {}

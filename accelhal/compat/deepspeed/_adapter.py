@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from accelhal.compat.deepspeed._members import DEEPSPEED_OWN, deepspeed_base, deepspeed_members, deepspeed_signature
+from accelhal.compat.deepspeed._ops import built_by_accelhal
 from accelhal.contract import Accelerator
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder
@@ -226,6 +227,10 @@ class _AdapterMembers:
     def get_op_builder(self, class_name: str) -> type[Any]:
         """The builder class ``class_name``: DeepSpeed's own for this device, else accelhal's.
 
+        DeepSpeed's class comes with its ``jit_load`` built through accelhal's op cache
+        (:func:`~accelhal.compat.deepspeed._ops.built_by_accelhal`): built once across
+        processes, loaded afterwards without a compiler or ninja.
+
         A name in ``disable_ops`` gives DeepSpeed's builder with ``is_compatible()`` False
         (DeepSpeed then takes its fallback path); a name nobody builds gives an
         :class:`UnavailableBuilder`. Never ``None``.
@@ -235,7 +240,7 @@ class _AdapterMembers:
         if found is not None and found.__name__ != "NotImplementedBuilder":
             if class_name in self._disabled_ops:
                 return _disabled_builder(found, self.accelhal_accelerator.name, class_name)
-            return found  # type: ignore[no-any-return]
+            return built_by_accelhal(found, self.accelhal_accelerator.name)
         ours = self.accelhal_accelerator.get_op_builder(class_name)
         if not issubclass(ours, NotImplementedBuilder) and class_name not in self._disabled_ops:
             return ours
