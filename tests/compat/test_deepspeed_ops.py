@@ -110,3 +110,21 @@ def test_cpu_adam_builds_once_and_a_cache_hit_needs_no_compiler(deepspeed_ops_ca
     assert again == built
     own = load_cpu_adam("deepspeed", **bare, TORCH_EXTENSIONS_DIR=str(op_file.parents[1]))
     assert own["outcome"] == "FAILED" and "ninja" in own["message"]  # DeepSpeed's JIT load runs ninja every time
+
+
+def test_the_benchmark_target_is_the_cpu_ratio_of_the_two_loads() -> None:
+    from benchmarks import deepspeed_ops
+    from benchmarks.method import Comparison, Sample
+
+    def clock(ours: float, theirs: float) -> Comparison:
+        names = (deepspeed_ops.ACCELHAL, deepspeed_ops.DEEPSPEED)
+        rounds = [{names[0]: ours * k, names[1]: theirs * k} for k in (1.0, 1.1, 0.9)]
+        return Comparison({n: Sample([r[n] for r in rounds], "ms") for n in names}, rounds)
+
+    result = deepspeed_ops.summarise({"cpu": clock(4.0, 1600.0), "wall": clock(5.0, 2700.0)})
+    (target,) = result.targets
+    assert target.measured == pytest.approx(0.0025) and target.limit == 0.1 and target.passed
+    assert "wall" in target.note and [row[0] for row in result.rows] == [
+        deepspeed_ops.ACCELHAL,
+        deepspeed_ops.DEEPSPEED,
+    ]
