@@ -154,9 +154,11 @@ def cpu_pair(ds: Any) -> tuple[Any, Any]:
     return CPU_Accelerator(), as_deepspeed_accelerator(CpuAccelerator())
 
 
-def _check_every_site(sites: list[audit.CallSite], theirs: Any, ours: Any) -> int:
+def _check_every_site(sites: list[audit.CallSite], theirs: Any, ours: Any, skip: frozenset[str] = frozenset()) -> int:
     failures, checked = [], 0
     for site in _distinct(sites):
+        if site.member in skip:
+            continue
         where = f"{site.file}:{site.line} {site.member}({', '.join(a.expr for a in site.args)}) [{site.use}]"
         try:
             expected = _call(theirs, site)
@@ -206,7 +208,10 @@ def test_every_call_site_works_on_cuda_as_with_deepspeeds_cuda_accelerator(
 
     monkeypatch.setenv("ACCELHAL_ACCELERATOR", "cuda")
     accelhal.reset_accelerator()
-    assert _check_every_site(sites, CUDA_Accelerator(), as_deepspeed_accelerator()) > 150
+    # Raw host addresses are left out: a made-up one fails on both, and leaves a CUDA error behind
+    # that the next kernel launch of this process would report.
+    skip = frozenset({"register_host_memory", "unregister_host_memory"})
+    assert _check_every_site(sites, CUDA_Accelerator(), as_deepspeed_accelerator(), skip) > 150
 
 
 @pytest.mark.parametrize("member", ["device_name", "device", "set_device", "current_stream", "synchronize"])
