@@ -16,6 +16,7 @@ names it, so a new call site is audited before it is trusted.
 
     python -m tests.compat.deepspeed_call_sites            # summary of the installed DeepSpeed
     python -m tests.compat.deepspeed_call_sites --write    # rewrite tests/data/deepspeed-call-sites.json
+    python -m tests.compat.deepspeed_call_sites --markdown # the table in docs/migrating-from-deepspeed.md
 """
 
 from __future__ import annotations
@@ -463,9 +464,23 @@ def document(sites: list[CallSite]) -> dict[str, Any]:
     }
 
 
+def markdown(summary_: dict[str, Any]) -> str:
+    """The guide's table: every member DeepSpeed passes arguments to, its call sites, each parameter's kinds."""
+    rows = ["| member | call sites | arguments received (parameter: kinds) |", "|---|---|---|"]
+    for name, entry in summary_["by_member"].items():
+        if entry["arguments"]:
+            received = "; ".join(
+                f"{'positional' if p.startswith('#') else f'`{p}`'}: {', '.join(kinds)}"
+                for p, kinds in entry["arguments"].items()
+            )
+            rows.append(f"| `{name}` | {entry['sites']} | {received} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"rewrite {DATA.name}")
+    parser.add_argument("--markdown", action="store_true", help="print the migration guide's table")
     args = parser.parse_args()
     sites = scan()
     doc = document(sites)
@@ -475,6 +490,8 @@ def main() -> None:
     counts = collections.Counter(a.kind for s in sites for a in s.args)
     info = doc["summary"]
     print(f"{info['call_sites']} call sites in {info['files']} files, {info['members']} members; kinds: {dict(counts)}")
+    if args.markdown:
+        print(markdown(info))
     if args.write:
         DATA.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {DATA}")

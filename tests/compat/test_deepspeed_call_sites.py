@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from accelhal.compat.deepspeed import as_deepspeed_accelerator
+from tests.compat import REPO, requires_deepspeed
 from tests.compat import deepspeed_call_sites as audit
-from tests.compat import requires_deepspeed
 
 pytestmark = requires_deepspeed
 
@@ -41,6 +41,14 @@ def test_the_audit_is_the_installed_deepspeeds(ds: Any, sites: list[audit.CallSi
     gone = [s for s in recorded["call_sites"] if s not in scanned]
     assert (new, gone) == ([], []), "run: python -m tests.compat.deepspeed_call_sites --write"
     assert recorded["summary"] == audit.summary(sites)
+
+
+def test_the_migration_guide_shows_the_audit() -> None:
+    recorded = json.loads(audit.DATA.read_text(encoding="utf-8"))
+    guide = (REPO / "docs" / "migrating-from-deepspeed.md").read_text(encoding="utf-8")
+    assert audit.markdown(recorded["summary"]) in guide, "paste: python -m tests.compat.deepspeed_call_sites --markdown"
+    info = recorded["summary"]
+    assert f"{info['call_sites']} uses in {info['files']} files, of {info['members']} members" in guide
 
 
 def test_every_argument_deepspeed_passes_is_audited(sites: list[audit.CallSite]) -> None:
