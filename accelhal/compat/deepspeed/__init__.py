@@ -1,12 +1,17 @@
 """DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (``pip install 'accelhal[deepspeed]'``).
 
-Run DeepSpeed on accelhal's active accelerator with one call before ``deepspeed.initialize``::
+Run DeepSpeed on accelhal's active accelerator with one call before ``import deepspeed``::
 
-    import deepspeed
     from accelhal.compat.deepspeed import install
 
-    install()                       # DeepSpeed now uses accelhal.get_accelerator()
+    install()                       # DeepSpeed now uses accelhal.get_accelerator(), from its first line
+    import deepspeed
+
     engine, *_ = deepspeed.initialize(model=model, config=config, model_parameters=model.parameters())
+
+In worker processes without that call (torchrun's, DeepSpeed's launcher's, spawned
+children), ``python -m accelhal.compat.deepspeed hook install`` once and
+``ACCELHAL_DEEPSPEED=1`` do the same (see ``docs/migrating-from-deepspeed.md``).
 
 The other way round, use an existing DeepSpeed accelerator class as an accelhal backend
 (from a plugin module's ``accelhal_register_backends`` hook)::
@@ -110,26 +115,29 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     """
     import sys
 
+    import accelhal
     from accelhal.compat.deepspeed import _hook
+    from accelhal.errors import ContractError
 
     if acc is not None:
-        import accelhal
-
         acc = accelhal.set_accelerator(acc)
     ops = _checked_ops(disable_ops)
-    if _hook.TARGET not in sys.modules:
-        import accelhal
+    if _hook.TARGET in sys.modules:
+        adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
+        from deepspeed.accelerator import set_accelerator
 
-        _hook.arm(acc if acc is not None else accelhal.get_accelerator(), ops)
-        try:
-            from deepspeed.accelerator import get_accelerator
-        finally:
-            _hook.disarm()
-        return get_accelerator()
-    adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
-    from deepspeed.accelerator import set_accelerator
+        set_accelerator(adapter)
+        return adapter
+    _hook.arm(acc if acc is not None else accelhal.get_accelerator(), ops)
+    try:
+        from deepspeed.accelerator import get_accelerator
+    finally:
+        _hook.disarm()
+    from accelhal.compat.deepspeed._adapter import adapter_class
 
-    set_accelerator(adapter)
+    adapter = get_accelerator()
+    if not isinstance(adapter, adapter_class()):
+        raise ContractError(f"DeepSpeed was imported without the adapter; it holds {adapter!r}")
     return adapter
 
 

@@ -94,7 +94,9 @@ def _adapter(accelerator: Accelerator | None, disable_ops: tuple[str, ...]) -> A
 
 
 def arm(accelerator: Accelerator | None = None, disable_ops: Sequence[str] = ()) -> bool:
-    """Install the adapter into DeepSpeed when DeepSpeed is imported; returns False if it already was.
+    """Install the adapter into DeepSpeed when DeepSpeed is imported in this process.
+
+    Returns False, and arms nothing, when DeepSpeed's accelerator module is imported already.
 
     ``accelerator``: the accelhal accelerator to wrap (``None``: the active one when
     DeepSpeed is imported). Arming again replaces the previous arming.
@@ -115,11 +117,6 @@ def disarm() -> None:
     """Remove the hook (a no-op when it is not armed)."""
     with _lock:
         sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
-
-
-def armed() -> bool:
-    """Whether the hook waits for DeepSpeed to be imported in this process."""
-    return any(isinstance(f, _Finder) for f in sys.meta_path)
 
 
 def parse_disable_ops(raw: str | None) -> tuple[str, ...]:
