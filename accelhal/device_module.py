@@ -102,7 +102,7 @@ LOOKED_FOR = (
     "is_current_stream_capturing",
     "graph",
 )
-"""Module functions used only where the module has them: their absence changes a member's answer."""
+"""Module functions used only where the module has them (their absence changes a member's answer)."""
 
 RANGE_MODULES = ("nvtx", "cnpx", "brtx")
 """Submodules that provide profiler ranges (``range_push``/``range_pop``), in the order looked for."""

@@ -53,7 +53,7 @@ def get_accelerator() -> Accelerator:
     :class:`~accelhal.UnknownBackendError` (forced name nobody registers) or
     :class:`~accelhal.BackendUnavailableError` (forced backend unusable here); it
     never falls back silently. Thread-safe. Once an accelerator is cached, the function
-    runs the code of :meth:`_Cached.get_accelerator` (one global read; see :func:`_install`).
+    runs the code of ``_Cached.get_accelerator`` (one global read; see ``_install``).
 
     >>> import accelhal
     >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators
@@ -96,7 +96,7 @@ def snapshot() -> ActiveSelection:
 def restore(state: ActiveSelection) -> None:
     """Put back a state taken by :func:`snapshot` (``None`` accelerator: the next call selects again).
 
-    Used by :func:`accelhal.testing.use_accelerator`; the plugin registry is left as it is.
+    Used by ``accelhal.testing.use_accelerator``; the plugin registry is left as it is.
     """
     with _lock:
         _install(state.accelerator, state.decision)

@@ -99,7 +99,7 @@ class BackendSpec:
         priority: higher is probed first; built-ins span 100 (cpu) to 900 (xpu).
         accelerator: the :class:`accelhal.Accelerator` subclass, or a lazy
             ``"module:Class"`` reference imported only when this backend is chosen.
-        probe: see :data:`Probe`.
+        probe: see :data:`~accelhal.verdict.Probe`.
         requires: top-level modules that must be installed; checked with
             ``importlib.util.find_spec`` before the probe runs.
         comm_backend: the ``torch.distributed`` backend name (``"nccl"``, ``"hccl"``, ``"gloo"``).

@@ -99,7 +99,7 @@ class Severity(str, enum.Enum):
     """How much a doctor finding matters."""
 
     ERROR = "error"
-    """Something is wrong: ``accelhal doctor`` exits with status 1."""
+    """Something is wrong, and ``accelhal doctor`` exits with status 1."""
     WARNING = "warning"
     """Worth fixing, but nothing fails because of it (a slow plugin); the exit status stays 0."""
     NOTICE = "notice"
