@@ -18,11 +18,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
 import torch
 
+from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import DEEPSPEED_OWN, deepspeed_base, deepspeed_members, deepspeed_signature
 from accelhal.compat.deepspeed._ops import built_by_accelhal
 from accelhal.contract import Accelerator
@@ -210,6 +212,21 @@ class _AdapterMembers:
         """
         version = getattr(self.accelhal_accelerator, "communication_backend_version", None)
         return tuple(version()) if callable(version) else (0, 0, 0)
+
+    def _get_nvml_gpu_id(self, torch_gpu_id: int) -> int:
+        """The driver's index of device ``torch_gpu_id``, through the visible-devices variable (DeepSpeed's helper).
+
+        DeepSpeed's profilers ask NVML with it. Where the variable lists indices, position
+        ``torch_gpu_id`` of the list; where it is unset or lists UUIDs, the index itself.
+        """
+        index = check_device_index(torch_gpu_id, "_get_nvml_gpu_id")
+        for variable in self.accelhal_accelerator.visible_devices_envs():
+            listed = [entry.strip() for entry in os.environ.get(variable, "").split(",") if entry.strip()]
+            if listed and all(entry.isdecimal() for entry in listed):
+                return int(listed[index])
+            if listed:
+                break
+        return index
 
     # ---------------------------------------------------------- op builders
     def _twin(self) -> Any | None:
