@@ -22,7 +22,8 @@ def check_device_index(device_index: object, member: str | None = None) -> int:
         return int(device_index.strip())
     if isinstance(device_index, torch.device) and device_index.index is not None:
         return device_index.index
-    expected = f"{'' if member is None else member + ': '}device_index must be a non-negative int, a decimal string or None"
+    where = "" if member is None else f"{member}: "
+    expected = f"{where}device_index must be a non-negative int, a decimal string or None"
     if isinstance(device_index, int) and not isinstance(device_index, bool):
         raise ValueError(f"{expected}, got {device_index}")
     raise TypeError(f"{expected}, got {quote(device_index)}")
