@@ -54,7 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _candidate_details(candidate: CandidateReport) -> list[str]:
     return [
-        f"probe verdict: {candidate.status.value}: {candidate.reason}",
+        sentence(f"probe verdict: {candidate.status.value}: {candidate.reason}"),
         f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
     ]
 
