@@ -64,7 +64,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _candidate_details(candidate: CandidateReport) -> list[str]:
     return [
-        f"probe verdict: {candidate.status.value}: {candidate.reason}",
+        sentence(f"probe verdict: {candidate.status.value}: {candidate.reason}"),
         f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
     ]
 
@@ -81,13 +81,14 @@ def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
     if report.chosen is None:
         fallback = report.candidate("cpu")
         torch_fixes = report.torch.fixes if report.torch is not None else []
+        error, _, error_hint = (report.error or "").partition(" Hint: ")  # the hint is a field of its own
         return ExplainOutput(
             name=None,
             active=None,
             outcome=Outcome.SELECTION_FAILED,
-            summary=f"no backend is active: {report.error}",
+            summary=f"no backend is active: {error}",
             details=[f"{c.name}: {c.status.value} ({_short_reason(c, report)})" for c in report.candidates],
-            hint=" ".join(torch_fixes) or (fallback.hint if fallback is not None else None),
+            hint=" ".join(torch_fixes) or error_hint or (fallback.hint if fallback is not None else None),
             known=known,
         )
     candidate = report.candidate(report.chosen)
