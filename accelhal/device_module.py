@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
 import threading
 from collections.abc import Callable
@@ -88,8 +89,10 @@ def _module_function(name: str, namespace: str = "_m") -> Any:
     def member(self: DeviceModuleAccelerator, *args: Any, **kwargs: Any) -> Any:
         return getattr(getattr(self, namespace), name)(*args, **kwargs)
 
+    contract = getattr(Accelerator, name)
     member.__name__ = member.__qualname__ = name
-    member.__doc__ = f"The device module's ``{name}``, called directly (the same arguments and result)."
+    member.__doc__ = f"{inspect.getdoc(contract)} The device module's ``{name}``, called directly."
+    member.__signature__ = inspect.signature(contract)  # type: ignore[attr-defined]  # the contract's arguments
     member._accelhal_module_function = namespace  # type: ignore[attr-defined]
     return member
 

@@ -8,19 +8,22 @@ named backend and above cpu; any other backend registered for the same device ty
 wins over it. Its members go through ``torch.accelerator`` and the device module
 ``torch.get_device_module(<type>)`` (see :mod:`accelhal_backends.generic.accelerator`).
 
-Unlike the named backends, the registration asks torch (so it imports torch, once per
-process through :mod:`accelhal.torch_import`, which loads the out-of-tree devices through
-``torch.backends`` entry points): the device type is a fact only torch knows. Importing this
-module imports nothing.
+Unlike the named backends, the registration asks torch: the device type is a fact only
+torch knows. It imports torch (once per process, through :mod:`accelhal.torch_import`) only
+where an out-of-tree device can be there: torch already loaded, or a ``torch.backends``
+entry point installed for torch's device autoload. Importing this module imports nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import os
+import sys
 from collections.abc import Callable
 
 from accelhal import torch_import
+from accelhal.entry_points import find as find_entry_points
 from accelhal.hookspecs import hookimpl
 from accelhal.spec import BackendSpec, Verdict
 
@@ -91,6 +94,20 @@ def spec_for(device_type: str) -> BackendSpec:
     )
 
 
+def _torch_may_report_a_device() -> bool:
+    """Whether asking torch is worth importing it during discovery.
+
+    Out-of-tree devices reach torch through ``torch.backends`` entry points (torch's device
+    autoload) or through a vendor package the program imported itself (torch is then loaded
+    already). Without either, torch's accelerator is an in-tree type that a named backend
+    claims (cuda, xpu, mps, hpu), and discovery stays free of torch.
+    """
+    if "torch" in sys.modules:
+        return True
+    autoload = os.environ.get(torch_import.AUTOLOAD_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")
+    return autoload and bool(find_entry_points("torch.backends"))
+
+
 @hookimpl
 def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
     """Register the generic backend for torch's accelerator, if torch reports one (cpu is not one).
@@ -98,7 +115,9 @@ def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
     torch is imported through :func:`accelhal.torch_import.attempt`, once per process: a torch
     that cannot load registers nothing here, and every backend that requires torch says why.
     """
-    if importlib.util.find_spec("torch") is None or not torch_import.attempt().loaded:
+    if importlib.util.find_spec("torch") is None or not _torch_may_report_a_device():
+        return
+    if not torch_import.attempt().loaded:
         return
     device_type = current_device_type()
     if device_type is not None and device_type != "cpu":
