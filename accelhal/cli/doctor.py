@@ -40,11 +40,12 @@ def run(args: argparse.Namespace) -> int:
         out.print(Text.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
     if output.problems:
         out.print()
-    others = len(output.problems) - sum(p.severity is Severity.ERROR for p in output.problems)
+    counts = {kind: sum(p.severity is kind for p in output.problems) for kind in Severity}
+    others = ", ".join(
+        f"{counts[kind]} {kind.value}(s)" for kind in (Severity.WARNING, Severity.NOTICE) if counts[kind]
+    )
     if output.healthy:
-        suffix = f" ({others} warning(s) or notice(s))" if others else ""
-        out.print(Text(f"No problems found{suffix}.", style="green"))
+        out.print(Text(f"No problems found{f' ({others})' if others else ''}.", style="green"))
         return 0
-    errors = len(output.problems) - others
-    out.print(Text(f"{errors} problem(s) found.", style="bold red"))
+    out.print(Text(f"{counts[Severity.ERROR]} problem(s) found{f', {others}' if others else ''}.", style="bold red"))
     return 1

@@ -193,7 +193,7 @@ def test_unknown_members_fail_clearly(ds: Any) -> None:
     adapter = as_deepspeed_accelerator()
     with pytest.raises(AttributeError):
         adapter.get_rss()  # a DeepSpeed-cpu extra accelhal does not have
-    assert getattr(adapter, "_get_nvml_gpu_id", None) is None  # how DeepSpeed probes optional extras
+    assert getattr(adapter, "_no_such_extra", None) is None  # how DeepSpeed probes optional extras
 
 
 def test_only_accelhal_accelerators_are_wrapped(ds: Any, cpu_twin: Any) -> None:

@@ -23,6 +23,7 @@ SPEC = BackendSpec(
     accelerator="tests.privateuse1.named_plugin_accelerator:AcmeAccelerator",
     probe=probe,
     requires=("torch",),
+    comm_backend="",  # the test device registers no torch.distributed backend (its class says the same)
     description="a named plugin for the test device",
 )
 
