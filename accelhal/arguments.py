@@ -7,8 +7,8 @@ import torch
 from accelhal.text import quote
 
 
-def check_device_index(device_index: object, member: str = "device_index") -> int:
-    """``device_index`` as an ``int``, or a ``TypeError``/``ValueError`` naming ``member`` and the value.
+def check_device_index(device_index: object, member: str | None = None) -> int:
+    """``device_index`` as an ``int``, or a ``TypeError``/``ValueError`` naming ``member`` (when given) and the value.
 
     Accepts what DeepSpeed's own accelerators accept: an ``int``, a decimal string (a
     launcher's ``LOCAL_RANK`` passed on unconverted, ``"0"``) and an indexed ``torch.device``.
@@ -22,9 +22,11 @@ def check_device_index(device_index: object, member: str = "device_index") -> in
         return int(device_index.strip())
     if isinstance(device_index, torch.device) and device_index.index is not None:
         return device_index.index
+    where = "" if member is None else f"{member}: "
+    expected = f"{where}device_index must be a non-negative int, a decimal string or None"
     if isinstance(device_index, int) and not isinstance(device_index, bool):
-        raise ValueError(f"{member} must be a non-negative int, a decimal string or None, got {device_index}")
-    raise TypeError(f"{member} must be a non-negative int, a decimal string or None, got {quote(device_index)}")
+        raise ValueError(f"{expected}, got {device_index}")
+    raise TypeError(f"{expected}, got {quote(device_index)}")
 
 
 def check_device_in_range(index: int, count: int, member: str) -> int:

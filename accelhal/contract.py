@@ -381,7 +381,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return callback()
 
     def communication_backend_name(self) -> str:
-        """The ``torch.distributed`` backend for this device (``"nccl"``, ``"hccl"``, ``"gloo"``)."""
+        """The ``torch.distributed`` backend for this device (``"nccl"``, ``"hccl"``, ``"gloo"``).
+
+        ``""`` where the device has none (the generic backend of a device type that
+        ``torch.distributed`` registers no backend for).
+        """
         return self._communication_backend_name
 
     def is_triton_supported(self) -> bool:

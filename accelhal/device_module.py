@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import sys
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, ClassVar, TypeVar
@@ -87,8 +89,10 @@ def _module_function(name: str, namespace: str = "_m") -> Any:
     def member(self: DeviceModuleAccelerator, *args: Any, **kwargs: Any) -> Any:
         return getattr(getattr(self, namespace), name)(*args, **kwargs)
 
+    contract = getattr(Accelerator, name)
     member.__name__ = member.__qualname__ = name
-    member.__doc__ = f"The device module's ``{name}``, called directly (the same arguments and result)."
+    member.__doc__ = f"{inspect.getdoc(contract)} The device module's ``{name}``, called directly."
+    member.__signature__ = inspect.signature(contract)  # type: ignore[attr-defined]  # the contract's arguments
     member._accelhal_module_function = namespace  # type: ignore[attr-defined]
     return member
 
@@ -105,6 +109,33 @@ LOOKED_FOR = (
 
 RANGE_MODULES = ("nvtx", "cnpx", "brtx")
 """Submodules that provide profiler ranges (``range_push``/``range_pop``), in the order looked for."""
+
+
+def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
+    """``index -> default stream``, for runtimes without ``default_stream`` (``torch.xpu``, ``torch.accelerator``).
+
+    A thread's current stream starts as the device's default stream, so each device's is
+    read once, as ``current_stream(index)`` in a new thread.
+    """
+
+    def read(index: int) -> Any:
+        found: list[Any] = []
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                found.append(current_stream(index))
+            except BaseException as exc:  # re-raised in the caller's thread
+                failed.append(exc)
+
+        reader = threading.Thread(target=run)
+        reader.start()
+        reader.join()
+        if failed:
+            raise failed[0]
+        return found[0]
+
+    return _PerIndex(read)
 
 
 class DeviceModuleAccelerator(Accelerator):

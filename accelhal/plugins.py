@@ -49,8 +49,8 @@ BUILTIN_DISTRIBUTION = "accelhal"
 FALLBACK_BACKEND = "cpu"
 """The backend that is always registered and always available; it cannot be blocked."""
 PASSED_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, GeneratorExit)
-"""The exceptions a plugin's import, hook or probe may raise through accelhal (the user's interrupt
-and a generator's shutdown). Everything else, ``SystemExit`` included, is that plugin's failure."""
+"""The exceptions that go through accelhal from a plugin's import, hook or probe (the user's
+interrupt and a generator's shutdown); anything else, ``SystemExit`` included, is that plugin's failure."""
 
 
 STEP_LOGGER = "accelhal.discovery"
@@ -123,6 +123,7 @@ class Registry:
                 entry.state, entry.detail = "loaded", ""
                 _load(self, ep, entry, index)
             _apply_replacements(self)
+            _drop_claimed_generic(self)
             index.save()
         finally:
             self.strict = strict
@@ -269,6 +270,7 @@ def discover(
             continue
         _load(registry, ep, entry, index)
     _apply_replacements(registry)
+    _drop_claimed_generic(registry)
     if index is not None:
         index.save()
     registry.strict = settings.strict
@@ -354,6 +356,10 @@ def _add(registry: Registry, spec: BackendSpec, record: PluginRecord) -> None:
     if existing is None:
         registry.backends[spec.name] = Registration(spec, record)
         return
+    if existing.spec.generic != spec.generic:  # a named backend and the generic one: the named one wins
+        if existing.spec.generic:
+            registry.backends[spec.name] = Registration(spec, record)
+        return
     if spec.replaces == spec.name and existing.spec.replaces != spec.name:
         registry.backends[spec.name] = Registration(spec, record, [*existing.replaced, existing.plugin.source])
         return
@@ -416,3 +422,11 @@ def forget_registry() -> None:
     global _registry
     with _registry_lock:
         _registry = None
+
+
+def _drop_claimed_generic(registry: Registry) -> None:
+    """A generic backend stands aside for any other backend registered for its device type."""
+    claimed = {r.spec.device_type for r in registry.backends.values() if not r.spec.generic}
+    for name, registration in list(registry.backends.items()):
+        if registration.spec.generic and registration.spec.device_type in claimed:
+            del registry.backends[name]

@@ -12,7 +12,9 @@ steps, in order:
 3. Count devices with the module's counting function. Zero is
    :attr:`~accelhal.Status.NO_DEVICE`: "the package imports" is never taken for "a device
    is there". Its verdict has no hint of its own (the runtime loaded, so the hint on
-   making it load does not apply); selection names the backend's device check command.
+   making it load does not apply; selection names the backend's device check command),
+   unless the module says torch was built without it (``torch.cuda._is_compiled()`` is
+   False on a CPU build): then the hint is the one on installing the runtime.
 
 A probe never creates a device context. The counting function must be one that does not
 initialise the runtime (``torch.cuda.device_count()`` asks NVML, so
@@ -73,8 +75,12 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
         devices = int(getattr(device_module, count)())
     except Exception as exc:
         return Verdict.broken(f"{module}.{count}() failed: {_describe(exc)}", hint=hint)
-    if devices <= 0:  # the runtime loaded: the hint on making it load does not apply
-        return Verdict.no_device(f"{package} loads but {module}.{count}() is 0")
+    if devices <= 0:
+        reason = f"{package} loads but {module}.{count}() is 0"
+        compiled = getattr(device_module, "_is_compiled", None)  # torch.cuda/torch.xpu of a torch built without them
+        if callable(compiled) and not compiled():
+            return Verdict.no_device(reason, hint=f"this torch is built without {module}: {hint}")
+        return Verdict.no_device(reason)  # the runtime loaded: the hint on making it load does not apply
     return Verdict.available(f"{devices} device(s) visible to {module}")
 
 

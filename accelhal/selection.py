@@ -55,7 +55,7 @@ def get_accelerator() -> Accelerator:
     :class:`~accelhal.UnknownBackendError` (forced name nobody registers) or
     :class:`~accelhal.BackendUnavailableError` (forced backend unusable here); it
     never falls back silently. Thread-safe. Once an accelerator is cached, the function
-    runs the code of ``_Cached.get_accelerator`` (one global read; see :func:`_install`).
+    runs the code of ``_Cached.get_accelerator`` (one global read; see ``_install``).
 
     >>> import accelhal
     >>> accelhal.get_accelerator().device_name()     # on a machine without accelerators

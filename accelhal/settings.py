@@ -93,6 +93,22 @@ VARIABLES: tuple[Variable, ...] = (
         "probe takes longer than this (measured in doctor's child process, after import torch).",
     ),
     Variable(
+        "ACCELHAL_DEEPSPEED",
+        "boolean",
+        "0",
+        "1 makes every Python process of an environment where the DeepSpeed start-up hook is installed "
+        "(python -m accelhal.compat.deepspeed hook install) give DeepSpeed accelhal's accelerator when it imports "
+        "DeepSpeed: launcher ranks, torchrun workers, spawned children. Read by the hook's .pth file at start-up; "
+        "a malformed value is raised when DeepSpeed is imported.",
+    ),
+    Variable(
+        "ACCELHAL_DEEPSPEED_DISABLE_OPS",
+        "comma-separated names",
+        "unset (none)",
+        "With ACCELHAL_DEEPSPEED: DeepSpeed op-builder class names (case-sensitive) the adapter reports as not "
+        "buildable, as the disable_ops argument of install() does; for example ShareMemCommBuilder.",
+    ),
+    Variable(
         "ACCELHAL_OPS_CACHE",
         "directory",
         "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",

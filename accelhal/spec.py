@@ -124,7 +124,7 @@ class BackendSpec:
         priority: higher is probed first; built-ins span 100 (cpu) to 900 (xpu).
         accelerator: the :class:`accelhal.Accelerator` subclass, or a lazy
             ``"module:Class"`` reference imported only when this backend is chosen.
-        probe: see :data:`accelhal.verdict.Probe`.
+        probe: see :data:`~accelhal.verdict.Probe`.
         requires: top-level modules that must be installed; checked with
             ``importlib.util.find_spec`` before the probe runs.
         comm_backend: the ``torch.distributed`` backend name (``"nccl"``, ``"hccl"``, ``"gloo"``).
@@ -142,6 +142,9 @@ class BackendSpec:
             Registering a taken name without it is a conflict: the first registration wins.
         contract_version: the :data:`CONTRACT_VERSION` the backend was written for.
         description: one line for ``accelhal list``.
+        generic: a backend offered for a device type no other backend claims (the
+            generic backend over ``torch.accelerator``); any other registration of the
+            same name or device type takes precedence over it, and it stands aside.
     """
 
     name: str
@@ -160,6 +163,7 @@ class BackendSpec:
     replaces: str | None = None
     contract_version: int = CONTRACT_VERSION
     description: str = ""
+    generic: bool = False
     _class_cache: list[type[Accelerator]] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -196,6 +200,8 @@ class BackendSpec:
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):
             problems.append(f"contract_version must be an int, got {self.contract_version!r}")
+        if not isinstance(self.generic, bool):
+            problems.append(f"generic must be a bool, got {self.generic!r}")
         return problems
 
     @classmethod

@@ -22,13 +22,16 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 _STDOUT = 1
 _STDERR = 2
 _files: list[int] = []
 """One private file per nesting depth, created on first use and reused (truncated) after."""
 _depth = threading.local()
+_fflush: list[Callable[[Any], int]] = []
+"""The C library's ``fflush``, looked up once."""
 
 
 class Captured:
@@ -55,8 +58,9 @@ def _private_file(depth: int) -> int:
         with tempfile.TemporaryFile() as handle:
             _files.append(os.dup(handle.fileno()))
     fd = _files[depth]
-    os.ftruncate(fd, 0)
-    os.lseek(fd, 0, os.SEEK_SET)
+    if os.lseek(fd, 0, os.SEEK_END):
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
     return fd
 
 
@@ -65,9 +69,11 @@ def _flush_all() -> None:
     with contextlib.suppress(Exception):
         sys.stdout.flush()
     with contextlib.suppress(Exception):
-        import ctypes
+        if not _fflush:
+            import ctypes
 
-        ctypes.CDLL(None).fflush(None)
+            _fflush.append(ctypes.CDLL(None).fflush)
+        _fflush[0](None)
 
 
 @contextlib.contextmanager

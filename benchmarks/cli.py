@@ -25,7 +25,7 @@ from benchmarks.method import Method
 from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
 
 HERE = Path(__file__).resolve().parent
-CPU_SUITES = ("members", "hot_path", "discovery", "startup")
+CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops")
 """In this order: the in-process suites first, then those that spawn processes.
 
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after

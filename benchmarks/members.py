@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -270,20 +271,15 @@ def namespace(acc: Any) -> dict[str, Any]:
     return ns
 
 
-def run(method: Method, device: str = "cpu") -> SuiteResult:
-    """Time every pair on the active accelerator (which must be of ``device`` type)."""
-    import accelhal
-
-    acc = accelhal.get_accelerator()
-    if acc.device_type != device:
-        raise RuntimeError(f"the members suite for {device!r} needs that backend active, got {acc.name!r}")
-    ns = namespace(acc)
-    clock = time.process_time if device == "cpu" else time.perf_counter  # device work is asynchronous
+def time_pairs(
+    pairs: tuple[Pair, ...], ns: dict[str, Any], device: str, method: Method, clock: Callable[[], float]
+) -> SuiteResult:
+    """Time each pair's accelhal and direct statements for ``device`` (a key of the pairs' dicts)."""
     rows = []
     targets = []
     ratios: dict[str, float] = {}
     raw: dict[str, Any] = {}
-    for pair in PAIRS:
+    for pair in pairs:
         statements = {"accelhal": pair.statement(device), "direct": pair.direct[device]}
         comparison = compare_statements(statements, ns, method, clock=clock)
         ratio = comparison.ratio("accelhal", "direct")
@@ -314,10 +310,21 @@ def run(method: Method, device: str = "cpu") -> SuiteResult:
         }
     return SuiteResult(
         suite=f"members-{device}",
-        title=f"The 20 most-used members on {device}: accelhal vs the direct torch expression (ns per call)",
+        title=f"The {len(pairs)} most-used members on {device}: accelhal vs the direct torch expression (ns per call)",
         headers=["member", "DS uses", "direct", "kind", "accelhal", "IQR", "direct", "IQR", "ratio", "IQR"],
         rows=rows,
         targets=targets,
         raw=raw,
         member_ratios=ratios,
     )
+
+
+def run(method: Method, device: str = "cpu") -> SuiteResult:
+    """Time every pair on the active accelerator (which must be of ``device`` type)."""
+    import accelhal
+
+    acc = accelhal.get_accelerator()
+    if acc.device_type != device:
+        raise RuntimeError(f"the members suite for {device!r} needs that backend active, got {acc.name!r}")
+    clock = time.process_time if device == "cpu" else time.perf_counter  # device work is asynchronous
+    return time_pairs(PAIRS, namespace(acc), device, method, clock)

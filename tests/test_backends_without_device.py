@@ -139,7 +139,7 @@ def test_detection_creates_no_cuda_context() -> None:
 
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps"):
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "generic"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

@@ -149,3 +149,20 @@ def test_turning_autoload_off_heals_it(broken: Callable[..., Result]) -> None:
     )
     assert vendor["hint"] == "install the Broken runtime and source its env.sh"
     assert "brokenvendor: banner at import" in vendor["import_output"]
+
+
+EARLIER = """
+import contextlib, accelhal
+with contextlib.suppress(Exception):
+    import torch  # the program's own attempt fails first
+with contextlib.suppress(accelhal.AccelhalError):
+    accelhal.get_accelerator()
+print(accelhal.detect().torch.reason)
+"""
+
+
+def test_a_failure_before_accelhal_tried_is_recognised_not_repeated(broken: Callable[..., Result]) -> None:
+    result = broken(code=EARLIER)
+    assert result.returncode == 0, result.output
+    assert "'import torch' failed earlier in this process, before accelhal imported it" in result.stdout
+    assert "TORCH_LIBRARY" not in result.output

@@ -252,7 +252,8 @@ def _check_slow_plugins(ctx: Context) -> None:
                 (
                     f"plugin {name!r} takes {seconds:.1f} s to import",
                     f"importing the plugin and calling its registration hook took {seconds:.2f} s ({over}); every "
-                    "program using accelhal pays it at its first get_accelerator(), unless it forces another backend",
+                    "program using accelhal pays it at its first get_accelerator(), unless it forces a backend "
+                    "this plugin does not provide",
                     "ask its maintainers to keep the registration module free of heavy imports (name the "
                     f"accelerator class lazily, as 'module:Class'), or block it: {_BLOCK}={name}",
                 )

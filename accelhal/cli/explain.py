@@ -72,13 +72,14 @@ def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
     if report.chosen is None:
         fallback = report.candidate("cpu")
         torch_fixes = report.torch.fixes if report.torch is not None else []
+        error, _, error_hint = (report.error or "").partition(" Hint: ")  # the hint is a field of its own
         return ExplainOutput(
             name=None,
             active=None,
             outcome=Outcome.SELECTION_FAILED,
-            summary=f"no backend is active: {report.error}",
+            summary=f"no backend is active: {error}",
             details=[f"{c.name}: {c.status.value} ({short_reason(c, report)})" for c in report.candidates],
-            hint=" ".join(torch_fixes) or (fallback.hint if fallback is not None else None),
+            hint=" ".join(torch_fixes) or error_hint or (fallback.hint if fallback is not None else None),
             known=known,
         )
     candidate = report.candidate(report.chosen)

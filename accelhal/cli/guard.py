@@ -58,7 +58,7 @@ class Fault:
     source: str
     """``"built-in"`` or ``"<distribution> <version>"``."""
     how: str
-    """What happened, e.g. ``"exit status 3"``, ``"signal SIGSEGV"`` or ``"no answer within 60 s"``."""
+    """How the step ended, for example ``"exit status 3"``, ``"signal SIGSEGV"`` or ``"no answer within 60 s"``."""
     hung: bool
     output: str
     """The last lines the child wrote to stderr."""
@@ -76,7 +76,7 @@ class Outcome:
     torch_error: str | None = None
     """``import torch`` failed in the child: the last line of its error."""
     answer: dict[str, Any] = field(default_factory=dict)
-    """The completed child's timings (``plugins`` and ``candidates`` with their seconds)."""
+    """The completed child's timings (``plugins`` and ``candidates``, with their seconds)."""
     blocked: list[str] = field(default_factory=list)
     """The plugins blocked to complete discovery (also named by the faults)."""
 
@@ -154,6 +154,17 @@ def _describe_exit(code: int) -> str:
     return f"exit status {code}"
 
 
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """Kill the child and whatever it started (its own process group)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover  (no process groups)
+            proc.kill()
+    except ProcessLookupError:
+        pass  # it ended meanwhile
+
+
 def _run_child(env: dict[str, str], step_limit: float) -> _Run:
     """One child; follows its steps, kills it (and its process group) when a step outlives its limit."""
     run = _Run()
@@ -178,7 +189,7 @@ def _run_child(env: dict[str, str], step_limit: float) -> _Run:
         except queue.Empty:
             limit = step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT
             run.hung, run.how = True, f"no answer within {limit:g} s"
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill(proc)
             break
         if line is None:
             open_streams -= 1

@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         render.field(out, "devices", "none visible")
     render.field(out, "dtypes", ", ".join(acc.dtypes))
-    render.field(out, "communication backend", acc.comm_backend)
+    no_comm = f"none (torch.distributed has no backend registered for device type {acc.device_type!r})"
+    render.field(out, "communication backend", acc.comm_backend or no_comm)
     features = f"streams {render.yes_no(acc.streams)}, events {render.yes_no(acc.events)}, "
     render.field(out, "features", features + f"graphs {render.yes_no(acc.graphs)}")
     render.field(out, "capabilities", ", ".join(acc.capabilities) or "none")

@@ -40,6 +40,7 @@ STATUS_STYLES: dict[str, str] = {
     "blocked": "yellow",
     "not-allowed": "yellow",
     "autoload-disabled": "yellow",
+    "deferred": "dim",
 }
 """Colour of each probe status and plugin state."""
 

@@ -266,16 +266,7 @@ class OpBuilder:
         if verbose:
             logger.warning("accelhal: building op %r in %s (this takes a while once)", self.name, directory)
         try:
-            loaded = cpp_extension.load(
-                name=self.name,
-                sources=self.absolute_sources(),
-                extra_cflags=self.cxx_args(),
-                extra_cuda_cflags=self.nvcc_args(),
-                extra_ldflags=self.extra_ldflags(),
-                extra_include_paths=self.absolute_include_paths(),
-                build_directory=str(directory),
-                verbose=False,
-            )
+            loaded = self.compile_into(directory)
         except (RuntimeError, OSError, ImportError) as exc:
             log = str(exc)
             cache.write_atomically(directory / cache.BUILD_LOG, log)
@@ -291,6 +282,26 @@ class OpBuilder:
         if verbose:
             logger.warning("accelhal: built op %r in %.1f s", self.name, time.monotonic() - started)
         return module
+
+    def compile_into(self, directory: Path) -> Any:
+        """Compile the op into ``directory`` and return the loaded module; called under the build lock.
+
+        The default is ``torch.utils.cpp_extension.load`` on :meth:`sources` with the flags. A
+        builder whose compilation belongs to another tool overrides it and keeps the cache
+        key, the lock and the manifest (DeepSpeed's builders, in ``accelhal.compat.deepspeed``).
+        """
+        from torch.utils import cpp_extension
+
+        return cpp_extension.load(
+            name=self.name,
+            sources=self.absolute_sources(),
+            extra_cflags=self.cxx_args(),
+            extra_cuda_cflags=self.nvcc_args(),
+            extra_ldflags=self.extra_ldflags(),
+            extra_include_paths=self.absolute_include_paths(),
+            build_directory=str(directory),
+            verbose=False,
+        )
 
     # ------------------------------------------------------------------ ahead of time
     def builder(self) -> Any:

@@ -3,10 +3,28 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parents[2]
 
 requires_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None,
     reason="needs the deepspeed extra: pip install 'accelhal[deepspeed]'",
 )
+
+
+def child_environment(**overrides: str) -> dict[str, str]:
+    """This process's environment without launcher, accelhal or DeepSpeed selection variables, plus ``overrides``.
+
+    The repository is put on ``PYTHONPATH`` (the scripts import ``tests``); one OpenMP thread
+    per process keeps two ranks from fighting over two cores.
+    """
+    prefixes = ("ACCELHAL_", "DS_ACC", "LOCAL_", "RANK", "WORLD", "MASTER_", "TORCHELASTIC_", "GROUP_", "ROLE_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(PYTHONPATH=path, OMP_NUM_THREADS="1")
+    env.update(overrides)
+    return env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,3 +47,23 @@ def cpu_twin(ds: Any) -> Any:
 def accelhal_on_cpu(clean_accelhal: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """The in-process comparisons are with DeepSpeed's CPU accelerator, also on a GPU machine."""
     monkeypatch.setenv("ACCELHAL_ACCELERATOR", "cpu")
+
+
+@pytest.fixture(autouse=True)
+def no_deepspeed_hook_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start-up hook's variables are set only by the tests that mean to."""
+    monkeypatch.delenv("ACCELHAL_DEEPSPEED", raising=False)
+    monkeypatch.delenv("ACCELHAL_DEEPSPEED_DISABLE_OPS", raising=False)
+
+
+@pytest.fixture(scope="session")
+def deepspeed_ops_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """accelhal's op cache for DeepSpeed's ops, kept between test runs in pytest's cache directory.
+
+    DeepSpeed's ``cpu_adam`` compiles once (minutes on two busy cores); later runs load it.
+    """
+    cache = getattr(request.config, "cache", None)
+    if cache is None:  # -p no:cacheprovider
+        return tmp_path_factory.mktemp("deepspeed-ops")
+    directory: Path = cache.mkdir("accelhal-deepspeed-ops")
+    return directory

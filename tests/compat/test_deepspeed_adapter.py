@@ -143,7 +143,11 @@ def test_op_builders_are_deepspeeds_own_for_the_device(ds: Any, cpu_twin: Any) -
     adapter = as_deepspeed_accelerator()
     assert adapter.op_builder_dir() == cpu_twin.op_builder_dir() == "deepspeed.ops.op_builder.cpu"
     for name in ("CPUAdamBuilder", "FusedAdamBuilder", "ShareMemCommBuilder", "CCLCommBuilder", "PinMemoryBuilder"):
-        assert adapter.get_op_builder(name) is cpu_twin.get_op_builder(name), name
+        ours, theirs = adapter.get_op_builder(name), cpu_twin.get_op_builder(name)
+        assert issubclass(ours, theirs) and ours.__name__ == theirs.__name__ == name
+        assert ours.load is theirs.load and ours.jit_load is not theirs.jit_load  # only the JIT build is accelhal's
+        assert adapter.get_op_builder(name) is ours  # one class, not one per call
+        assert isinstance(adapter.create_op_builder(name), theirs)
         assert adapter.create_op_builder(name).NAME == cpu_twin.create_op_builder(name).NAME
 
 
@@ -189,7 +193,7 @@ def test_unknown_members_fail_clearly(ds: Any) -> None:
     adapter = as_deepspeed_accelerator()
     with pytest.raises(AttributeError):
         adapter.get_rss()  # a DeepSpeed-cpu extra accelhal does not have
-    assert getattr(adapter, "_get_nvml_gpu_id", None) is None  # how DeepSpeed probes optional extras
+    assert getattr(adapter, "_no_such_extra", None) is None  # how DeepSpeed probes optional extras
 
 
 def test_only_accelhal_accelerators_are_wrapped(ds: Any, cpu_twin: Any) -> None:

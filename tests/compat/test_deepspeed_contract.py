@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import inspect
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from accelhal.selection import registry
-from tests.compat import requires_deepspeed
+from tests.compat import REPO, requires_deepspeed
+
+GUIDE = REPO / "docs" / "migrating-from-deepspeed.md"
 
 pytestmark = requires_deepspeed
 
@@ -97,11 +98,23 @@ def test_backend_through_the_adapter_has_every_deepspeed_member(ds: Any, backend
 
 
 def test_the_migration_guide_covers_every_deepspeed_member(ds: Any) -> None:
-    guide = (Path(__file__).parents[2] / "docs" / "migrating-from-deepspeed.md").read_text()
-    table = guide[guide.index("## 4. Every member") : guide.index("## 5.")]
+    guide = GUIDE.read_text()
+    start = guide.index(". Every member\n")
+    table = guide[start : guide.index("\n## ", start)]
     mentioned = set(re.findall(r"`(\w+)", table))
     missing = sorted(set(_deepspeed_members(ds)) - mentioned)
     assert missing == []
+
+
+def test_the_migration_guide_names_only_commands_that_exist(capsys: pytest.CaptureFixture[str]) -> None:
+    from accelhal.cli import main
+
+    named = sorted(set(re.findall(r"`accelhal (\w+)", GUIDE.read_text())))
+    assert named
+    for command in named:
+        with pytest.raises(SystemExit) as exit_:
+            main([command, "--help"])
+        assert exit_.value.code == 0, f"the guide names `accelhal {command}`: {capsys.readouterr().err}"
 
 
 def _argument_problems(name: str, theirs: Any, ours: Any) -> list[str]:

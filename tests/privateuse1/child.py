@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from tests.privateuse1 import device
-from tests.simulation import ROOT, run_python
+from tests.simulation import CLEAN, ROOT, run_python
 
 PRELUDE = """
 import json, os, torch
@@ -35,12 +38,27 @@ def build_in_child(**env: str) -> dict[str, Any]:
     return run_python(ROOT, code, **env)
 
 
-def write_autoload_distribution(site: Path, name: str) -> None:
+def write_autoload_distribution(site: Path, name: str, accelhal_plugin: str | None = None) -> None:
     """Install (as pip lays it out) a distribution whose ``torch.backends`` entry point loads the device as ``name``.
 
-    This is how out-of-tree vendors arrive: ``import torch`` alone loads them.
+    This is how out-of-tree vendors arrive: ``import torch`` alone loads them. With
+    ``accelhal_plugin`` (a module), the distribution also registers that accelhal plugin.
     """
     dist_info = site / "accelhal_testdev-1.0.dist-info"
     dist_info.mkdir(parents=True)
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: accelhal-testdev\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(f"[torch.backends]\n{name} = tests.privateuse1.device:autoload\n")
+    entry_points = f"[torch.backends]\n{name} = tests.privateuse1.device:autoload\n"
+    if accelhal_plugin:
+        entry_points += f"[accelhal]\ntestdev = {accelhal_plugin}\n"
+    (dist_info / "entry_points.txt").write_text(entry_points)
+
+
+def run_accelhal(
+    site: Path, *args: str, name: str = device.DEFAULT_NAME, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m accelhal ARGS`` with ``site`` (an autoload distribution) on the path, the device named ``name``."""
+    environ = {k: v for k, v in os.environ.items() if k not in CLEAN}
+    environ.update(PYTHONPATH=os.pathsep.join([str(site), str(ROOT)]), **{device.NAME_VARIABLE: name}, **env)
+    return subprocess.run(
+        [sys.executable, "-m", "accelhal", *args], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=600
+    )

@@ -36,6 +36,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "testdev.cpp"
 LIBRARY_NAME = "accelhal_testdev"
@@ -140,8 +141,9 @@ def _load_library() -> None:
     path, built = library()
     if built:
         return
+    load_library: Any = torch.ops.load_library  # untyped in torch
     try:
-        torch.ops.load_library(str(path))
+        load_library(str(path))
     except OSError:  # intact bytes that still do not load (a changed system library): build afresh
         with _locked(path.parent):
             (path.parent / MANIFEST).unlink(missing_ok=True)
@@ -165,11 +167,14 @@ def load(name: str = DEFAULT_NAME, devices: int | None = None) -> ModuleType:
     if devices is not None:
         os.environ[DEVICES_VARIABLE] = str(devices)
     _load_library()
+    from torch.utils.backend_registration import generate_methods_for_privateuse1_backend, rename_privateuse1_backend
+
     from tests.privateuse1 import runtime
 
-    torch.utils.rename_privateuse1_backend(name)
-    torch._register_device_module(name, runtime)
-    torch.utils.generate_methods_for_privateuse1_backend(for_storage=True)
+    register_module: Any = torch._register_device_module  # untyped in torch
+    rename_privateuse1_backend(name)
+    register_module(name, runtime)
+    generate_methods_for_privateuse1_backend(for_storage=True)
     _loaded_name.append(name)
     return runtime
 

@@ -149,6 +149,13 @@ def initial_seed() -> int:
     return int(_ops.initial_seed(current_device())) & _MASK64
 
 
+def __getattr__(name: str) -> Any:
+    """``default_generators``: every device's default ``torch.Generator`` (creates no context)."""
+    if name == "default_generators":
+        return tuple(_ops.default_generator(i) for i in range(device_count()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def get_rng_state(device: Any = None) -> torch.Tensor:
     """The state of ``device``'s default generator, as a CPU ``ByteTensor``."""
     return _ops.get_rng_state(_index(device))  # type: ignore[no-any-return]

@@ -1,12 +1,17 @@
 """DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (``pip install 'accelhal[deepspeed]'``).
 
-Run DeepSpeed on accelhal's active accelerator with one call before ``deepspeed.initialize``::
+Run DeepSpeed on accelhal's active accelerator with one call before ``import deepspeed``::
 
-    import deepspeed
     from accelhal.compat.deepspeed import install
 
-    install()                       # DeepSpeed now uses accelhal.get_accelerator()
+    install()                       # DeepSpeed now uses accelhal.get_accelerator(), from its first line
+    import deepspeed
+
     engine, *_ = deepspeed.initialize(model=model, config=config, model_parameters=model.parameters())
+
+In worker processes without that call (torchrun's, DeepSpeed's launcher's, spawned
+children), ``python -m accelhal.compat.deepspeed hook install`` once and
+``ACCELHAL_DEEPSPEED=1`` do the same (see ``docs/migrating-from-deepspeed.md``).
 
 The other way round, use an existing DeepSpeed accelerator class as an accelhal backend
 (from a plugin module's ``accelhal_register_backends`` hook)::
@@ -91,11 +96,7 @@ def as_deepspeed_accelerator(acc: Accelerator | None = None, *, disable_ops: Ite
             f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
             f"{type(acc).__qualname__}"
         )
-    ops = tuple(disable_ops)
-    bad = [op for op in ops if not isinstance(op, str) or not op]
-    if isinstance(disable_ops, str) or bad:
-        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
-    return adapter_class()(acc, ops)
+    return adapter_class()(acc, _checked_ops(disable_ops))
 
 
 def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] = ()) -> Any:
@@ -105,18 +106,49 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     so DeepSpeed and code calling :func:`accelhal.get_accelerator` agree; ``None`` keeps
     accelhal's active one. ``disable_ops`` as in :func:`as_deepspeed_accelerator`.
 
-    Call it before ``deepspeed.initialize``/``deepspeed.init_distributed``: DeepSpeed
-    code that captured an accelerator at import time keeps DeepSpeed's own.
+    Called before ``import deepspeed``, it imports DeepSpeed with the adapter in place
+    from DeepSpeed's first use of its accelerator: DeepSpeed's own detection never runs,
+    and the op-builder classes DeepSpeed binds at import time
+    (``deepspeed.ops.op_builder.CPUAdamBuilder``, ...) are the adapter's. Called after,
+    it replaces DeepSpeed's accelerator for every later ``get_accelerator()`` call;
+    what DeepSpeed captured at import time stays DeepSpeed's own.
     """
+    import sys
+
+    import accelhal
+    from accelhal.compat.deepspeed import _hook
+    from accelhal.errors import ContractError
+
     if acc is not None:
-        import accelhal
-
         acc = accelhal.set_accelerator(acc)
-    adapter = as_deepspeed_accelerator(acc, disable_ops=disable_ops)
-    from deepspeed.accelerator import set_accelerator
+    ops = _checked_ops(disable_ops)
+    if _hook.TARGET in sys.modules:
+        adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
+        from deepspeed.accelerator import set_accelerator
 
-    set_accelerator(adapter)
+        set_accelerator(adapter)
+        return adapter
+    _hook.arm(acc if acc is not None else accelhal.get_accelerator(), ops)
+    try:
+        from deepspeed.accelerator import get_accelerator
+    finally:
+        _hook.disarm()
+    from accelhal.compat.deepspeed._adapter import adapter_class
+
+    adapter = get_accelerator()
+    if not isinstance(adapter, adapter_class()):
+        raise ContractError(f"DeepSpeed was imported without the adapter; it holds {adapter!r}")
     return adapter
+
+
+def _checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:
+    from accelhal.errors import ContractError
+
+    ops = tuple(disable_ops)
+    bad = [op for op in ops if not isinstance(op, str) or not op]
+    if isinstance(disable_ops, str) or bad:
+        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
+    return ops
 
 
 def backend_from_deepspeed(

@@ -18,10 +18,15 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import os
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any
 
+import torch
+
+from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import DEEPSPEED_OWN, deepspeed_base, deepspeed_members, deepspeed_signature
+from accelhal.compat.deepspeed._ops import built_by_accelhal
 from accelhal.contract import Accelerator
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder
@@ -98,9 +103,27 @@ def deepspeed_twin(*names: str) -> Any | None:
     return None
 
 
+def _index_position(name: str) -> int | None:
+    """Where ``device_index`` sits among the positional parameters of DeepSpeed's ``name``, if it has one."""
+    params = [p for p in deepspeed_signature(name).parameters if p != "self"]
+    return params.index("device_index") if "device_index" in params else None
+
+
 def _delegate_method(name: str) -> Callable[..., Any]:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return self._member(name)(*args, **kwargs)
+    position = _index_position(name)
+    if position is None:
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._member(name)(*args, **kwargs)
+
+    else:
+
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            if len(args) > position and isinstance(args[position], torch.device):
+                args = (*args[:position], self._device_index(name, args[position]), *args[position + 1 :])
+            elif isinstance(kwargs.get("device_index"), torch.device):
+                kwargs["device_index"] = self._device_index(name, kwargs["device_index"])
+            return self._member(name)(*args, **kwargs)
 
     method.__name__ = method.__qualname__ = name
     method.__signature__ = deepspeed_signature(name)  # type: ignore[attr-defined]
@@ -145,6 +168,20 @@ class _AdapterMembers:
                 f"{type(self.accelhal_accelerator).__qualname__} has no such member",
             ) from None
 
+    def _device_index(self, member: str, device: torch.device) -> torch.device | int | None:
+        """A ``torch.device`` passed as a device index, as DeepSpeed's own accelerators take it.
+
+        DeepSpeed passes back the ``torch.device`` its ``device_name()`` named; on cpu that
+        is ``torch.device("cpu")``, without an index (ZeRO-3's ``zero.Init`` calls
+        ``set_device`` with it). One of the accelerator's type without an index means the
+        current device; anything else goes to accelhal, which takes an indexed device and
+        names what it refuses.
+        """
+        acc = self.accelhal_accelerator
+        if device.index is not None or device.type != acc.device_type:
+            return device
+        return acc.current_device() if member == "set_device" else None
+
     def __getattr__(self, name: str) -> Any:
         """Members DeepSpeed reads outside its abstract class (``get_rss``, ...) come from accelhal."""
         if name.startswith("__") or name in ("accelhal_accelerator", "_disabled_ops"):
@@ -176,6 +213,21 @@ class _AdapterMembers:
         version = getattr(self.accelhal_accelerator, "communication_backend_version", None)
         return tuple(version()) if callable(version) else (0, 0, 0)
 
+    def _get_nvml_gpu_id(self, torch_gpu_id: int) -> int:
+        """The driver's index of device ``torch_gpu_id``, through the visible-devices variable (DeepSpeed's helper).
+
+        DeepSpeed's profilers ask NVML with it. Where the variable lists indices, position
+        ``torch_gpu_id`` of the list; where it is unset or lists UUIDs, the index itself.
+        """
+        index = check_device_index(torch_gpu_id, "_get_nvml_gpu_id")
+        for variable in self.accelhal_accelerator.visible_devices_envs():
+            listed = [entry.strip() for entry in os.environ.get(variable, "").split(",") if entry.strip()]
+            if listed and all(entry.isdecimal() for entry in listed):
+                return int(listed[index])
+            if listed:
+                break
+        return index
+
     # ---------------------------------------------------------- op builders
     def _twin(self) -> Any | None:
         acc = self.accelhal_accelerator
@@ -192,6 +244,10 @@ class _AdapterMembers:
     def get_op_builder(self, class_name: str) -> type[Any]:
         """The builder class ``class_name``: DeepSpeed's own for this device, else accelhal's.
 
+        DeepSpeed's class comes with its ``jit_load`` built through accelhal's op cache
+        (:func:`~accelhal.compat.deepspeed._ops.built_by_accelhal`): built once across
+        processes, loaded afterwards without a compiler or ninja.
+
         A name in ``disable_ops`` gives DeepSpeed's builder with ``is_compatible()`` False
         (DeepSpeed then takes its fallback path); a name nobody builds gives an
         :class:`UnavailableBuilder`. Never ``None``.
@@ -201,7 +257,7 @@ class _AdapterMembers:
         if found is not None and found.__name__ != "NotImplementedBuilder":
             if class_name in self._disabled_ops:
                 return _disabled_builder(found, self.accelhal_accelerator.name, class_name)
-            return found  # type: ignore[no-any-return]
+            return built_by_accelhal(found, self.accelhal_accelerator.name)
         ours = self.accelhal_accelerator.get_op_builder(class_name)
         if not issubclass(ours, NotImplementedBuilder) and class_name not in self._disabled_ops:
             return ours

@@ -98,6 +98,8 @@ def parse_devices(devices: object) -> list[int]:
 def get_parallel_devices(devices: Sequence[int]) -> list[torch.device]:
     """The ``torch.device`` of each index (all ``cpu`` on the host backend: one process each)."""
     acc = _contract()
+    if _is_host(acc):  # one unindexed device that any number of processes share
+        return [acc.device() for _ in devices]
     return [acc.device(index) for index in devices]
 
 

@@ -9,10 +9,9 @@ fresh thread (DeepSpeed returned the caller's *current* stream instead).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from accelhal.device_module import DeviceModuleAccelerator
+from accelhal.device_module import DeviceModuleAccelerator, default_streams
 from accelhal_backends.xpu import SPEC
 
 
@@ -26,15 +25,8 @@ class XpuAccelerator(DeviceModuleAccelerator):
     def __init__(self) -> None:
         """Resolve ``torch.xpu``."""
         super().__init__()
-        self._default_streams: dict[int, Any] = {}
+        self._default_streams = default_streams(self._m.current_stream)
 
     def default_stream(self, device_index: int | None = None) -> Any:
         """The stream a new thread starts with on ``device_index`` (the device's default stream)."""
-        index = self._index(device_index)
-        if index not in self._default_streams:
-            found: list[Any] = []
-            reader = threading.Thread(target=lambda: found.append(self._m.current_stream(index)))
-            reader.start()
-            reader.join()
-            self._default_streams[index] = found[0]
-        return self._default_streams[index]
+        return self._default_streams[self._index(device_index)]

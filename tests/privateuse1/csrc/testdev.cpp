@@ -815,6 +815,10 @@ int64_t op_initial_seed(int64_t index) {
   return static_cast<int64_t>(generator.current_seed());
 }
 
+at::Generator op_default_generator(int64_t index) {
+  return generator_for(index);
+}
+
 at::Tensor op_get_rng_state(int64_t index) {
   at::Generator generator = generator_for(index);
   std::lock_guard<std::mutex> lock(generator.mutex());
@@ -843,6 +847,7 @@ TORCH_LIBRARY(accelhal_testdev, m) {
   m.def("manual_seed(int seed, int index) -> ()", op_manual_seed);
   m.def("seed(int index) -> int", op_seed);
   m.def("initial_seed(int index) -> int", op_initial_seed);
+  m.def("default_generator(int index) -> Generator?", op_default_generator);
   m.def("get_rng_state(int index) -> Tensor", op_get_rng_state);
   m.def("set_rng_state(Tensor state, int index) -> ()", op_set_rng_state);
   m.def("is_pinned_host(Tensor t) -> bool", op_is_pinned_host);

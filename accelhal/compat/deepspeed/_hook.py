@@ -1,0 +1,176 @@
+"""DeepSpeed gets accelhal's accelerator from its first line: an import hook, and the ``.pth`` file that arms it.
+
+:func:`arm` puts a one-shot finder on :data:`sys.meta_path`. When DeepSpeed's
+``deepspeed.accelerator.real_accelerator`` (the module holding DeepSpeed's process-wide
+accelerator) has been executed, and before any other DeepSpeed module asks it for an
+accelerator, the finder calls its ``set_accelerator`` with the adapter. DeepSpeed's own
+detection never runs, and what DeepSpeed captures at import time (its op-builder classes,
+module constants) comes from accelhal.
+
+Worker processes (torchrun's, DeepSpeed's launcher's, multiprocessing spawn/forkserver
+children) start a fresh interpreter; the ``zz-accelhal-deepspeed.pth`` file that
+:func:`write_pth` puts in site-packages arms the hook in each of them when
+``ACCELHAL_DEEPSPEED`` is set. With the variable unset, blank or false (``0``, ``false``,
+``no``, ``off``), the file's one line reads ``os.environ`` and does nothing else: no import,
+no hook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from accelhal.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+    from accelhal.contract import Accelerator
+
+TARGET = "deepspeed.accelerator.real_accelerator"
+"""The DeepSpeed module that holds its accelerator (``ds_accelerator``, ``set_accelerator``)."""
+ENABLE = "ACCELHAL_DEEPSPEED"
+DISABLE_OPS = "ACCELHAL_DEEPSPEED_DISABLE_OPS"
+PTH_NAME = "zz-accelhal-deepspeed.pth"
+"""Sorted after the ``.pth`` files that may put accelhal on ``sys.path`` (``site`` runs them in name order)."""
+PTH_LINE = (
+    f'import os; os.environ.get("{ENABLE}", "").strip().lower() not in ("", "0", "false", "no", "off") and '
+    f'__import__("accelhal.compat.deepspeed._hook", fromlist=["_"]).arm_from_environment()\n'
+)
+"""The ``.pth`` file's one line: ``site`` executes it at every interpreter start-up."""
+
+_lock = threading.Lock()
+
+
+class _Finder:
+    """A meta path finder that finds nothing itself; the spec of :data:`TARGET` it passes on installs the adapter.
+
+    (Not derived from ``importlib.abc.MetaPathFinder``: importing that costs tens of
+    milliseconds at every start-up, and the import system only needs ``find_spec``.)
+    """
+
+    def __init__(self, accelerator: Accelerator | None, disable_ops: tuple[str, ...], error: Exception | None) -> None:
+        self.accelerator = accelerator
+        self.disable_ops = disable_ops
+        self.error = error
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        """The regular spec of :data:`TARGET`, whose loader also installs the adapter; ``None`` otherwise."""
+        if fullname != TARGET:
+            return None
+        disarm()
+        spec = None
+        for finder in list(sys.meta_path):
+            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader: Any = spec.loader
+        execute = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            execute(module)
+            if self.error is not None:
+                raise self.error
+            module.set_accelerator(_adapter(self.accelerator, self.disable_ops))
+
+        loader.exec_module = exec_module  # this loader instance serves this one module only
+        return spec
+
+
+def _adapter(accelerator: Accelerator | None, disable_ops: tuple[str, ...]) -> Any:
+    from accelhal.compat.deepspeed import as_deepspeed_accelerator
+
+    return as_deepspeed_accelerator(accelerator, disable_ops=disable_ops)
+
+
+def arm(accelerator: Accelerator | None = None, disable_ops: Sequence[str] = ()) -> bool:
+    """Install the adapter into DeepSpeed when DeepSpeed is imported in this process.
+
+    Returns False, and arms nothing, when DeepSpeed's accelerator module is imported already.
+
+    ``accelerator``: the accelhal accelerator to wrap (``None``: the active one when
+    DeepSpeed is imported). Arming again replaces the previous arming.
+    """
+    if TARGET in sys.modules:
+        return False
+    _arm(_Finder(accelerator, tuple(disable_ops), None))
+    return True
+
+
+def _arm(finder: _Finder) -> None:
+    with _lock:
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+        sys.meta_path.insert(0, finder)
+
+
+def disarm() -> None:
+    """Remove the hook (a no-op when it is not armed)."""
+    with _lock:
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+
+
+def parse_disable_ops(raw: str | None) -> tuple[str, ...]:
+    """``ACCELHAL_DEEPSPEED_DISABLE_OPS``: op-builder class names separated by commas (unset or blank: none)."""
+    if raw is None or not raw.strip():
+        return ()
+    names = tuple(part.strip() for part in raw.split(","))
+    if not all(name.isidentifier() for name in names):
+        raise ConfigurationError(
+            f"{DISABLE_OPS}={raw!r} must be op-builder class names separated by commas "
+            "(for example 'ShareMemCommBuilder,FusedAdamBuilder')",
+            variable=DISABLE_OPS,
+            value=raw,
+        )
+    return names
+
+
+def arm_from_environment() -> bool:
+    """Arm the hook when ``ACCELHAL_DEEPSPEED`` is true; what the ``.pth`` file calls at start-up.
+
+    Never raises at start-up: a malformed variable is raised when DeepSpeed is imported,
+    so the job that relies on it stops there, with the variable and value named.
+    """
+    from accelhal.settings import parse_bool
+
+    try:
+        if not parse_bool(ENABLE, os.environ.get(ENABLE)):
+            return False
+        ops = parse_disable_ops(os.environ.get(DISABLE_OPS))
+    except ConfigurationError as exc:
+        _arm(_Finder(None, (), exc))
+        return True
+    return arm(None, ops)
+
+
+def site_packages() -> Path:
+    """The running interpreter's site-packages (``purelib``): where :func:`write_pth` writes by default."""
+    return Path(sysconfig.get_paths()["purelib"])
+
+
+def write_pth(directory: Path | None = None) -> Path:
+    """Write :data:`PTH_NAME` into ``directory`` (default :func:`site_packages`); returns its path."""
+    target = (site_packages() if directory is None else Path(directory)) / PTH_NAME
+    temporary = target.with_name(f".{PTH_NAME}.{os.getpid()}.tmp")
+    temporary.write_text(PTH_LINE, encoding="utf-8")
+    os.replace(temporary, target)
+    return target
+
+
+def remove_pth(directory: Path | None = None) -> Path | None:
+    """Remove :data:`PTH_NAME` from ``directory``; returns the path removed, or None."""
+    target = (site_packages() if directory is None else Path(directory)) / PTH_NAME
+    try:
+        target.unlink()
+    except FileNotFoundError:
+        return None
+    return target

@@ -1,0 +1,124 @@
+"""The generic backend: the accelerator torch itself reports, when no named backend claims its device type.
+
+``torch.accelerator.current_accelerator()`` names the device type of the process's
+accelerator (a PrivateUse1 device under its renamed type included: ``gcu``, ``musa``,
+``rbln`` ...) without initialising it. When torch reports one, this plugin registers a
+backend under that device type's own name (``ACCELHAL_ACCELERATOR=gcu``), below every
+named backend and above cpu; any other backend registered for the same device type
+wins over it. Its members go through ``torch.accelerator`` and the device module
+``torch.get_device_module(<type>)`` (see :mod:`accelhal_backends.generic.accelerator`).
+
+Unlike the named backends, the registration asks torch: the device type is a fact only
+torch knows. It imports torch (once per process, through :mod:`accelhal.torch_import`) only
+where an out-of-tree device can be there: torch already loaded, or a ``torch.backends``
+entry point installed for torch's device autoload. Importing this module imports nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import sys
+from collections.abc import Callable
+
+from accelhal import torch_import
+from accelhal.entry_points import find as find_entry_points
+from accelhal.hookspecs import hookimpl
+from accelhal.spec import BackendSpec, Verdict
+
+PRIORITY = 150
+"""Below every named built-in backend (the lowest is cuda, 300) and above cpu (100)."""
+
+
+def current_device_type() -> str | None:
+    """The device type of torch's accelerator, or ``None``; creates no device context."""
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:  # torch older than 2.6
+        return None
+    device = accelerator.current_accelerator()
+    return None if device is None else str(device.type)
+
+
+def comm_backend(device_type: str) -> str:
+    """The ``torch.distributed`` backend registered for ``device_type``, or ``""`` when none is."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return ""
+    return str(dist.Backend.default_device_backend_map.get(device_type, ""))
+
+
+def probe(device_type: str) -> Verdict:
+    """Available when torch still reports ``device_type`` and counts at least one device of it.
+
+    Counting goes through ``torch.accelerator.device_count()``, which must not create a
+    device context (torch requires it of every accelerator).
+    """
+    import torch
+
+    current = current_device_type()
+    if current != device_type:
+        return Verdict.no_device(f"torch's accelerator is now {current!r}, not {device_type!r}")
+    try:
+        count = int(torch.accelerator.device_count())
+    except Exception as exc:  # a vendor's device module can fail in any way
+        return Verdict.broken(f"torch.accelerator.device_count() failed: {type(exc).__name__}: {exc}")
+    if count <= 0:
+        return Verdict.no_device(
+            f"torch reports the accelerator {device_type!r} but torch.accelerator.device_count() is 0",
+            hint=f"check the {device_type} driver and the variables that hide its devices",
+        )
+    return Verdict.available(
+        f"{count} device(s) of torch's accelerator {device_type!r}, which no named backend claims "
+        f"(served through torch.accelerator)"
+    )
+
+
+def spec_for(device_type: str) -> BackendSpec:
+    """The generic backend's registration for ``device_type``."""
+    comm = comm_backend(device_type)
+    return BackendSpec(
+        name=device_type,
+        device_type=device_type,
+        priority=PRIORITY,
+        accelerator=f"accelhal_backends.generic.accelerator:classes.{device_type}",
+        probe=functools.partial(probe, device_type),
+        requires=("torch",),
+        comm_backend=comm,
+        generic=True,
+        description=f"torch's accelerator {device_type!r} through torch.accelerator (generic); "
+        + (f"{comm} collectives" if comm else "no torch.distributed backend registered for it"),
+    )
+
+
+def _torch_may_report_a_device() -> bool:
+    """Whether asking torch is worth importing it during discovery.
+
+    Out-of-tree devices reach torch through ``torch.backends`` entry points (torch's device
+    autoload) or through a vendor package the program imported itself (torch is then loaded
+    already). Without either, torch's accelerator is an in-tree type that a named backend
+    claims (cuda, xpu, mps, hpu), and discovery stays free of torch.
+    """
+    if "torch" in sys.modules:
+        return True
+    autoload = os.environ.get(torch_import.AUTOLOAD_VARIABLE, "1").strip().lower() not in ("0", "false", "no", "off")
+    return autoload and bool(find_entry_points("torch.backends"))
+
+
+@hookimpl
+def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
+    """Register the generic backend for torch's accelerator, if torch reports one (cpu is not one).
+
+    torch is imported through :func:`accelhal.torch_import.attempt`, once per process: a torch
+    that cannot load registers nothing here, and every backend that requires torch says why.
+    """
+    if importlib.util.find_spec("torch") is None or not _torch_may_report_a_device():
+        return
+    if not torch_import.attempt().loaded:
+        return
+    device_type = current_device_type()
+    if device_type is not None and device_type != "cpu":
+        register(spec_for(device_type))

@@ -1,0 +1,130 @@
+"""DeepSpeed's op builders through the adapter: DeepSpeed's classes, built once into accelhal's op cache.
+
+The build is real: DeepSpeed's ``cpu_adam`` (what ``DeepSpeedCPUAdam`` runs for ZeRO-Offload),
+compiled by DeepSpeed's own ``jit_load`` into a keyed directory of accelhal's cache kept
+between test runs, then loaded by fresh processes without a compiler or ninja on ``PATH``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelhal.compat.deepspeed import as_deepspeed_accelerator
+from accelhal.errors import UnsupportedFeatureError
+from tests.compat import REPO, child_environment, requires_deepspeed
+
+pytestmark = requires_deepspeed
+
+LOAD_CPU_ADAM = """
+import json, os
+{install}
+from deepspeed.ops.op_builder import CPUAdamBuilder
+try:
+    module = CPUAdamBuilder().load()
+    print("LOADED " + json.dumps({{"file": module.__file__, "builder": type(CPUAdamBuilder()).__module__}}))
+except Exception as exc:
+    print("FAILED " + json.dumps({{"error": type(exc).__name__, "message": str(exc)}}))
+"""
+INSTALL = "from accelhal.compat.deepspeed import install; install('cpu')"
+
+
+def load_cpu_adam(through: str, **env: str) -> dict[str, str]:
+    """In a fresh process, ``CPUAdamBuilder().load()`` with the adapter installed or with DeepSpeed's own."""
+    code = LOAD_CPU_ADAM.format(install=INSTALL if through == "accelhal" else "")
+    env.setdefault("DS_ACCELERATOR", "cpu")
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=child_environment(**env),
+        cwd=REPO,
+        timeout=900,
+    )
+    assert out.returncode == 0, out.stderr[-5000:]
+    line = next(line for line in out.stdout.splitlines() if line.startswith(("LOADED ", "FAILED ")))
+    kind, _, text = line.partition(" ")
+    return {"outcome": kind, **json.loads(text)}
+
+
+def test_deepspeeds_builder_classes_with_accelhals_build(ds: Any, cpu_twin: Any) -> None:
+    from deepspeed.ops.op_builder.builder import OpBuilder
+
+    adapter = as_deepspeed_accelerator()
+    builder = adapter.create_op_builder("CPUAdamBuilder")
+    theirs = cpu_twin.get_op_builder("CPUAdamBuilder")
+    assert isinstance(builder, theirs) and isinstance(builder, OpBuilder)
+    assert (builder.NAME, builder.absolute_name()) == (theirs.NAME, theirs().absolute_name())
+    assert builder.is_compatible() == theirs().is_compatible()
+    assert type(builder).load is OpBuilder.load  # an ahead-of-time install of the op is still DeepSpeed's first choice
+
+
+def test_the_build_key_follows_what_deepspeed_compiles_from(
+    ds: Any, cpu_twin: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from accelhal.compat.deepspeed._ops import DeepSpeedOp
+
+    monkeypatch.setenv("ACCELHAL_OPS_CACHE", str(tmp_path))
+    real = cpu_twin.get_op_builder("CPUAdamBuilder")
+
+    def directory() -> Path:
+        return DeepSpeedOp(real(), real, "cpu").build_directory()
+
+    first = directory()
+    assert first.parent == tmp_path and first.name.startswith("cpu_adam-")
+    assert directory() == first
+    inputs = DeepSpeedOp(real(), real, "cpu").build_inputs()
+    assert inputs["extras"]["deepspeed"] == ds.__version__
+    assert inputs["extras"]["deepspeed_builder"].endswith("cpu_adam.CPUAdamBuilder")
+    assert any(name.startswith("cpu_adam") for name in inputs["sources"])
+    assert inputs["headers"], "DeepSpeed's csrc/includes headers are part of the key"
+    for variable, value in (("CXX", "clang++"), ("TORCH_CUDA_ARCH_LIST", "9.0"), ("CFLAGS", "-O1")):
+        monkeypatch.setenv(variable, value)
+        assert directory() != first, variable
+        monkeypatch.delenv(variable)
+    assert directory() == first
+
+
+def test_a_disabled_deepspeed_op_is_never_built(ds: Any) -> None:
+    builder = as_deepspeed_accelerator(disable_ops=["CPUAdamBuilder"]).create_op_builder("CPUAdamBuilder")
+    with pytest.raises(UnsupportedFeatureError, match="CPUAdamBuilder"):
+        builder.jit_load()
+
+
+@pytest.mark.slow
+def test_cpu_adam_builds_once_and_a_cache_hit_needs_no_compiler(deepspeed_ops_cache: Path) -> None:
+    built = load_cpu_adam("accelhal", ACCELHAL_OPS_CACHE=str(deepspeed_ops_cache))
+    assert built["outcome"] == "LOADED", built
+    assert built["builder"] == "accelhal.compat.deepspeed._ops"
+    op_file = Path(built["file"])
+    assert op_file.is_relative_to(deepspeed_ops_cache) and op_file.name.startswith("cpu_adam")
+    assert (op_file.parents[1] / "build.json").is_file()
+
+    bare = {"ACCELHAL_OPS_CACHE": str(deepspeed_ops_cache), "PATH": "/nonexistent"}  # no ninja, no c++
+    again = load_cpu_adam("accelhal", **bare)
+    assert again == built
+    own = load_cpu_adam("deepspeed", **bare, TORCH_EXTENSIONS_DIR=str(op_file.parents[1]))
+    assert own["outcome"] == "FAILED" and "ninja" in own["message"]  # DeepSpeed's JIT load runs ninja every time
+
+
+def test_the_benchmark_target_is_the_cpu_ratio_of_the_two_loads() -> None:
+    from benchmarks import deepspeed_ops
+    from benchmarks.method import Comparison, Sample
+
+    def clock(ours: float, theirs: float) -> Comparison:
+        names = (deepspeed_ops.ACCELHAL, deepspeed_ops.DEEPSPEED)
+        rounds = [{names[0]: ours * k, names[1]: theirs * k} for k in (1.0, 1.1, 0.9)]
+        return Comparison({n: Sample([r[n] for r in rounds], "ms") for n in names}, rounds)
+
+    result = deepspeed_ops.summarise({"cpu": clock(4.0, 1600.0), "wall": clock(5.0, 2700.0)})
+    (target,) = result.targets
+    assert target.measured == pytest.approx(0.0025) and target.limit == 0.1 and target.passed
+    assert "wall" in target.note and [row[0] for row in result.rows] == [
+        deepspeed_ops.ACCELHAL,
+        deepspeed_ops.DEEPSPEED,
+    ]
