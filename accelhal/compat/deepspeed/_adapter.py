@@ -308,3 +308,26 @@ def adapter_class() -> type[Any]:
     if abstract:  # DeepSpeed declared something this generation does not cover
         raise ContractError(f"{ADAPTER_CLASS_NAME} leaves abstract: {abstract}")
     return cls
+
+
+def wrap(acc: Accelerator | None, disable_ops: Iterable[str] = ()) -> Any:
+    """The adapter over ``acc`` (the active accelerator when ``None``): see ``as_deepspeed_accelerator``."""
+    if acc is None:
+        from accelhal.selection import get_accelerator
+
+        acc = get_accelerator()
+    if not isinstance(acc, Accelerator):
+        raise ContractError(
+            f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
+            f"{type(acc).__qualname__}"
+        )
+    return adapter_class()(acc, checked_ops(disable_ops))
+
+
+def checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:
+    """``disable_ops`` as a tuple of op-builder class names, or a ``ContractError`` saying what was wrong."""
+    ops = tuple(disable_ops)
+    bad = [op for op in ops if not isinstance(op, str) or not op]
+    if isinstance(disable_ops, str) or bad:
+        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
+    return ops
