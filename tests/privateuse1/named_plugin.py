@@ -23,6 +23,7 @@ SPEC = BackendSpec(
     accelerator="tests.privateuse1.named_plugin_accelerator:AcmeAccelerator",
     probe=probe,
     requires=("torch",),
+    comm_backend="",  # as its class (the generic one's) says: torch.distributed has none for the device
     description="a named plugin for the test device",
 )
 
