@@ -5,7 +5,7 @@ entry point loads it when ``torch`` is imported, so DeepSpeed's training script,
 workers and Lightning's run it unchanged. ``ACCELHAL_ACCELERATOR`` forces the generic backend
 on it; ``ACCELHAL_TESTDEV_COLLECTIVES=1`` makes the device register its collectives
 (``hostgloo``: gloo through host copies, :mod:`tests.privateuse1.collectives`), which the
-generic backend then reports as its communication backend. The three runs start together.
+generic backend then reports as its communication backend. The four runs start together.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.compat.deepspeed_compare import side_by_side, train
 from tests.compat.lightning_train import read_results
 from tests.privateuse1 import device
 from tests.privateuse1.child import write_autoload_distribution
+from tests.privateuse1.vendor import write_vendor_package
 
 pytestmark = [
     pytest.mark.privateuse1,
@@ -36,8 +37,8 @@ ZERO1 = ("--runs", "1", "--steps", "5")
 LIGHTNING_SCRIPT = REPO / "tests" / "compat" / "lightning_train.py"
 
 
-def _lightning(site: Path) -> list[dict[str, Any]]:
-    env = child_environment(PYTHONPATH=f"{site}:{REPO}", ACCELHAL_ACCELERATOR="testdev", PYTHONWARNINGS="ignore")
+def _lightning(site: Path, **env: str) -> list[dict[str, Any]]:
+    env = child_environment(PYTHONPATH=f"{site}:{REPO}", PYTHONWARNINGS="ignore", **env)
     command = [sys.executable, str(LIGHTNING_SCRIPT), "--run=accelhal:32-true", "--run=cpu:32-true"]
     out = subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
@@ -46,14 +47,20 @@ def _lightning(site: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """ZeRO-1 on two ranks of the device and of DeepSpeed's own CPU accelerator; Lightning on the device and cpu."""
+    """ZeRO-1 on two ranks of the device and of DeepSpeed's own CPU accelerator; Lightning on the device and cpu.
+
+    Lightning runs twice: with the generic backend forced on the device, and with the npu
+    backend chosen on the device renamed ``npu`` (:mod:`tests.privateuse1.vendor`).
+    """
     site = tmp_path_factory.mktemp("site")
     write_autoload_distribution(site, device.DEFAULT_NAME)
+    npu_site = write_vendor_package("npu", tmp_path_factory.mktemp("npu-site"))
     on_device = {"PYTHONPATH": f"{site}:{REPO}", "ACCELHAL_ACCELERATOR": "testdev", "ACCELHAL_TESTDEV_COLLECTIVES": "1"}
     runs: dict[str, Callable[[], Any]] = {
         "deepspeed-testdev": lambda: train("accelhal", world_size=2, extra=ZERO1, **on_device),
         "deepspeed-cpu": lambda: train("deepspeed", world_size=2, extra=ZERO1, DS_ACCELERATOR="cpu"),
-        "lightning": lambda: _lightning(site),
+        "lightning": lambda: _lightning(site, ACCELHAL_ACCELERATOR="testdev"),
+        "lightning-npu": lambda: _lightning(npu_site),
     }
     with ThreadPoolExecutor(len(runs)) as pool:
         futures = {name: pool.submit(run) for name, run in runs.items()}
@@ -83,3 +90,12 @@ def test_lightning_on_the_device_matches_lightnings_cpu_accelerator(trained: dic
     assert theirs["root_device"] == "cpu"
     assert ours["losses"] == theirs["losses"] and len(ours["losses"]) == 16
     assert sum(ours["losses"][8:]) < sum(ours["losses"][:8]), "the loss did not go down"
+
+
+def test_lightning_on_the_npu_backend_over_the_device_matches_lightnings_cpu_accelerator(
+    trained: dict[str, Any],
+) -> None:
+    ours, theirs = trained["lightning-npu"]
+    assert ours["accelerator_class"] == "AccelhalAccelerator" and theirs["accelerator_class"] == "CPUAccelerator"
+    assert (ours["root_device"], ours["device"], ours["param_device"]) == ("npu:0", "npu:0", "npu:0")
+    assert ours["losses"] == theirs["losses"] == trained["lightning"][1]["losses"]
