@@ -540,8 +540,9 @@ def _write_package(root: Path, dotted: str, source: str) -> None:
 def write_vendor_package(vendor_name: str, root: Path, installer: str = __name__) -> Path:
     """Write the simulated package of ``vendor_name`` (a key of :data:`VENDORS`, e.g. ``"npu"``) under ``root``.
 
-    Importing the package calls ``<installer>.install(vendor_name, module_name=None)``
-    (this module's :func:`install` by default), which returns the device module it registered.
+    Importing the package calls ``<installer>.install(vendor_name)`` (this module's
+    :func:`install` by default; ``module_name=__name__`` where the package is the device
+    module), which registers the device module and returns it.
     """
     vendor = VENDORS[vendor_name]
     _write_package(root, vendor.package, _package_source(vendor_name, vendor, installer))
