@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import os
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
@@ -72,6 +73,17 @@ def _disabled_builder(real: type[Any], backend: str, class_name: str) -> type[An
 @functools.cache
 def _unavailable_builder(backend: str, class_name: str) -> type[UnavailableBuilder]:
     return type(class_name, (UnavailableBuilder,), {"backend": backend, "op_name": class_name, "__module__": __name__})
+
+
+EMPTY_OP_BUILDER_DIR = "accelhal.compat.deepspeed.op_builder"
+"""The op-builder package DeepSpeed is given for a device it has no accelerator for: it lists no builders."""
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a missing parent package
+        return False
 
 
 @functools.cache
@@ -236,10 +248,14 @@ class _AdapterMembers:
     def op_builder_dir(self) -> str:
         """DeepSpeed's op-builder package for this device (``deepspeed.ops.op_builder.cpu`` on cpu).
 
-        For a device DeepSpeed has no accelerator for, accelhal's own op-builder package.
+        For a device DeepSpeed has no accelerator for, the backend's ``op_builder_dir()``
+        where that package exists, else :data:`EMPTY_OP_BUILDER_DIR` (DeepSpeed imports it).
         """
         twin = self._twin()
-        return str(twin.op_builder_dir()) if twin is not None else self.accelhal_accelerator.op_builder_dir()
+        if twin is not None:
+            return str(twin.op_builder_dir())
+        ours = self.accelhal_accelerator.op_builder_dir()
+        return ours if _importable(ours) else EMPTY_OP_BUILDER_DIR
 
     def get_op_builder(self, class_name: str) -> type[Any]:
         """The builder class ``class_name``: DeepSpeed's own for this device, else accelhal's.
