@@ -40,6 +40,23 @@ def hint_sentence(hint: str) -> str:
     return f"Hint: {sentence(hint, capital=True)}"
 
 
+PLUGIN_STAGES: dict[str, str] = {
+    "import": "cannot be imported",
+    "register": "failed in its registration hook",
+    "validate": "registered a backend that accelhal rejects",
+    "conflict": "registers a backend name that is already taken",
+    "probe": "failed while probing",
+    "instantiate": "failed to construct its accelerator",
+    "op-builders": "failed to register its op builders",
+}
+"""Each stage at which a plugin can fail, as a predicate of ``plugin 'NAME'``."""
+
+
+def plugin_failure(plugin: str, stage: str) -> str:
+    """What happened, in words: ``plugin 'acme' cannot be imported``."""
+    return f"plugin {plugin!r} {PLUGIN_STAGES.get(stage, f'failed at stage {stage!r}')}"
+
+
 class AccelhalError(Exception):
     """Base class of every error raised by accelhal on purpose."""
 
@@ -103,11 +120,12 @@ class PluginError(AccelhalError):
     plugin is skipped.
     """
 
-    def __init__(self, plugin: str, stage: str, detail: str) -> None:
-        super().__init__(f"plugin {plugin!r} failed at {stage}: {detail}")
+    def __init__(self, plugin: str, stage: str, detail: str, *, hint: str | None = None) -> None:
+        super().__init__(f"{plugin_failure(plugin, stage)}: {detail}" + (f". {hint_sentence(hint)}" if hint else ""))
         self.plugin = plugin
         self.stage = stage
         self.detail = detail
+        self.hint = hint
 
 
 class ContractError(AccelhalError, TypeError):

@@ -40,7 +40,7 @@ from accelhal.errors import ConfigurationError, PluginError
 from accelhal.plugin_index import Index, Registered
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
-from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
+from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, contract_version_hint
 from accelhal.text import quote, shorten
 from accelhal.vendor_output import stdout_to_stderr
 
@@ -96,11 +96,11 @@ class Registry:
     deferred: list[tuple[metadata.EntryPoint, PluginRecord]] = field(default_factory=list)
     """Plugins not imported because they do not concern the forced backend (see :meth:`load_deferred`)."""
 
-    def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None) -> None:
+    def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None, hint: str | None = None) -> None:
         """Record a failure, or raise it under strict mode."""
         if self.strict:
-            raise PluginError(plugin, stage, detail)
-        self.failures.append(Failure(plugin, stage, detail, backend))
+            raise PluginError(plugin, stage, detail, hint=hint)
+        self.failures.append(Failure(plugin, stage, detail, backend, hint))
 
     def strict_error(self) -> PluginError | None:
         """Under strict mode, the error for the first failure of discovery; else ``None``."""
@@ -109,7 +109,7 @@ class Registry:
         first = self.failures[0]
         more = len(self.failures) - 1
         detail = first.detail + (f" (and {more} more plugin failure(s); 'accelhal doctor' lists them)" if more else "")
-        return PluginError(first.plugin, first.stage, detail)
+        return PluginError(first.plugin, first.stage, detail, hint=first.hint)
 
     def load_deferred(self) -> bool:
         """Import the deferred plugins and add their registrations; False when there were none."""
@@ -328,8 +328,9 @@ def _collect_backends(
                 record.name,
                 "validate",
                 f"backend {spec.name!r} declares contract version {spec.contract_version}; this accelhal "
-                f"supports {list(SUPPORTED_CONTRACT_VERSIONS)} (upgrade accelhal or the plugin)",
+                f"supports {list(SUPPORTED_CONTRACT_VERSIONS)}",
                 spec.name,
+                contract_version_hint(spec.contract_version, record.source),
             )
             return
         pending.append(spec)
@@ -366,9 +367,10 @@ def _add(registry: Registry, spec: BackendSpec, record: PluginRecord) -> None:
         record.name,
         "conflict",
         f"backend name {spec.name!r} is already registered by {existing.plugin.source} "
-        f"(plugin {existing.plugin.name!r}); kept the first registration. To take it over on purpose, "
-        f"register with replaces={spec.name!r}",
+        f"(plugin {existing.plugin.name!r}); kept the first registration",
         spec.name,
+        f"block one of the two plugins (ACCELHAL_BLOCK_PLUGINS={record.name}), or, if {record.source} is meant to "
+        f"take {spec.name!r} over, its spec must say replaces={spec.name!r}",
     )
 
 
@@ -383,6 +385,8 @@ def _apply_replacements(registry: Registry) -> None:
                     "conflict",
                     f"backend {registration.spec.name!r} may not replace the fallback backend 'cpu'",
                     registration.spec.name,
+                    f"ask the maintainers of {registration.plugin.source} to drop replaces='cpu' (the "
+                    "fallback cannot be replaced under another name; a backend named 'cpu' with replaces='cpu' can)",
                 )
                 continue
             removed = registry.backends.pop(target)

@@ -49,6 +49,8 @@ class Failure:
     """``import``, ``register``, ``validate``, ``conflict``, ``probe`` or ``instantiate``."""
     detail: str
     backend: str | None = None
+    hint: str | None = None
+    """What to do about it, where accelhal knows better than "repair or block the plugin"."""
 
 
 @record

@@ -70,9 +70,10 @@ class FailureReport(_Model):
     """A plugin problem that was reported and skipped."""
 
     plugin: str
-    stage: str
+    stage: str = Field(description="import, register, validate, conflict, probe, instantiate or op-builders")
     detail: str
     backend: str | None = None
+    hint: str | None = Field(default=None, description="what to do, where it is more than repairing or blocking it")
 
 
 class AutoloadFailureReport(_Model):

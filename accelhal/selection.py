@@ -28,10 +28,12 @@ from accelhal.errors import (
     ContractError,
     PluginError,
     UnknownBackendError,
+    plugin_failure,
 )
 from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
-from accelhal.spec import BackendSpec, Status, Verdict
+from accelhal.spec import BackendSpec, Status, Verdict, contract_version_hint
+from accelhal.text import shorten
 from accelhal.vendor_output import stdout_to_stderr
 
 if TYPE_CHECKING:
@@ -351,7 +353,10 @@ def _construct(registration: Registration) -> Accelerator:
         ) from exc
     problems = contract_problems(cls) or identity_problems(spec, cls)
     if problems:
-        raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
+        hint = contract_version_hint(getattr(cls, "contract_version", None), registration.plugin.source)
+        raise PluginError(
+            registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems), hint=hint
+        )
     try:
         instance: Accelerator = cls()
     except plugins.PASSED_THROUGH:
@@ -382,8 +387,10 @@ def _decide_forced(
     try:
         instance = _instantiate(registration, record)
     except PluginError as exc:
-        record.status, record.reason = Status.INVALID, exc.detail
-        raise BackendUnavailableError(name, f"{exc.stage} failed: {exc.detail}", requested_by=requested_by) from exc
+        record.status, record.reason, record.hint = Status.INVALID, exc.detail, exc.hint
+        raise BackendUnavailableError(
+            name, f"{exc.stage} failed: {exc.detail}", hint=exc.hint, requested_by=requested_by
+        ) from exc
     decision = Decision(
         chosen=name,
         rule=requested_by,
@@ -433,8 +440,8 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
             chosen = _instantiate(registration, record)
             chosen_record = record
         except PluginError as exc:
-            record.status, record.reason = Status.INVALID, f"{exc.stage} failed: {exc.detail}"
-            reg.fail(exc.plugin, exc.stage, exc.detail, record.name)  # raises under strict mode
+            record.status, record.reason, record.hint = Status.INVALID, f"{exc.stage} failed: {exc.detail}", exc.hint
+            reg.fail(exc.plugin, exc.stage, exc.detail, record.name, exc.hint)  # raises under strict mode
     if chosen is None or chosen_record is None:
         fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
         why = f": {fallback.reason}" if fallback is not None else ""
@@ -451,7 +458,12 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     if chosen.name == plugins.FALLBACK_BACKEND:
         rule = "fallback"
         explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"
-        logger.warning("accelhal: using the cpu backend because no accelerator qualified. Probed: %s", summary)
+        problems = "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
+        logger.warning(
+            "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
+            summary,
+            f" Plugin problems: {problems} ('accelhal doctor' says how to fix them)." if problems else "",
+        )
     else:
         rule = "priority"
         explanation = (

@@ -60,6 +60,31 @@ knows is rejected with a clear reason (it may rely on members this accelhal lack
 SUPPORTED_CONTRACT_VERSIONS: tuple[int, ...] = (1,)
 """Every contract version a backend may declare with this accelhal."""
 
+
+def contract_version_hint(version: object, source: str) -> str | None:
+    """What to upgrade when a backend from ``source`` declares contract ``version``; ``None`` if supported.
+
+    A version newer than this accelhal knows asks for a newer accelhal; an older one that
+    this accelhal no longer supports asks for a newer plugin.
+
+    >>> contract_version_hint(CONTRACT_VERSION + 1, "acme-accel 2.0")
+    'upgrade accelhal: acme-accel 2.0 was written for contract version 2, newer than this accelhal knows (1)'
+    """
+    if version in SUPPORTED_CONTRACT_VERSIONS:
+        return None
+    if isinstance(version, int) and not isinstance(version, bool) and version > max(SUPPORTED_CONTRACT_VERSIONS):
+        return (
+            f"upgrade accelhal: {source} was written for contract version {version}, newer than this accelhal "
+            f"knows ({max(SUPPORTED_CONTRACT_VERSIONS)})"
+        )
+    if isinstance(version, int) and not isinstance(version, bool):
+        return (
+            f"upgrade {source}: it was written for contract version {version}, which this accelhal no longer "
+            f"supports ({', '.join(map(str, SUPPORTED_CONTRACT_VERSIONS))})"
+        )
+    return f"ask the maintainers of {source} to declare an int contract_version (accelhal.CONTRACT_VERSION)"
+
+
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
 """A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_``."""
 

@@ -50,6 +50,8 @@ nitpick_ignore_regex = [
     # napoleon reads "Name: text" in these attribute docstrings as a type
     ("py:class", "A backend name"),
     ("py:class", "Decorator marking a plugin's hook implementations"),
+    # the selection's plain record of `import torch` (a type-checking import); its report is TorchImportReport
+    ("py:class", "TorchDiagnosis"),
 ]
 
 html_theme = "alabaster"

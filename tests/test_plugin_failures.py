@@ -157,7 +157,30 @@ def test_taking_a_registered_name_without_replaces_is_a_conflict_and_first_wins(
     report = accelhal.detect()
     assert report.candidate("cpu").source == "built-in"  # type: ignore[union-attr]
     conflict = [f for f in report.failures if f.stage == "conflict"]
-    assert len(conflict) == 1 and "replaces='cpu'" in conflict[0].detail
+    assert len(conflict) == 1 and "already registered by built-in" in conflict[0].detail
+    assert "replaces='cpu'" in (conflict[0].hint or "") and "ACCELHAL_BLOCK_PLUGINS=acmecpu" in (conflict[0].hint or "")
+
+
+@pytest.mark.parametrize(
+    ("where", "version", "upgrade"),
+    [
+        ("spec", 99, "upgrade accelhal: acme-ver 1.0 was written for contract version 99"),
+        ("spec", 0, "upgrade acme-ver 1.0: it was written for contract version 0"),
+        ("class", 99, "upgrade accelhal: acme-ver 1.0 was written for contract version 99"),
+    ],
+)
+def test_an_unsupported_contract_version_says_what_to_upgrade(
+    install_distribution: InstallDistribution, where: str, version: int, upgrade: str
+) -> None:
+    """Newer than this accelhal knows: upgrade accelhal; older than it supports: upgrade the plugin."""
+    if where == "spec":
+        source = backend_plugin("acmever", priority=990, spec_extra=f", contract_version={version}")
+    else:
+        source = backend_plugin("acmever", priority=990, class_body=f"contract_version = {version}")
+    install_distribution("acme-ver", {"acme_ver": source}, {"acmever": "acme_ver"})
+    assert accelhal.get_accelerator().name == "cpu"
+    failure = next(f for f in accelhal.detect().failures if f.plugin == "acmever")
+    assert failure.stage == "validate" and (failure.hint or "").startswith(upgrade), failure
 
 
 def test_replaces_takes_the_name_over_on_purpose(install_distribution: InstallDistribution) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 
 from accelhal._version import __version__
@@ -34,6 +35,22 @@ from accelhal.cli import check, doctor, explain, info, listing, schema
 
 USAGE_ERROR = 2
 """Exit status of a user mistake (as argparse uses for a bad command line)."""
+
+TORCH_NUMPY_WARNING = r"Failed to initialize NumPy: No module named 'numpy'"
+"""The start of the warning torch gives at ``import torch`` when numpy is not installed.
+
+numpy is optional for torch (its CPU wheel does not depend on it) and accelhal never uses
+it, so on a fresh install this warning says nothing about the machine: the command hides
+exactly this one (:func:`hide_torch_numpy_warning`). A numpy that is installed but fails
+to load warns with another message, which stays visible. Programs that import torch
+without numpy still get the warning: accelhal, the library, changes no warning filter.
+"""
+
+
+def hide_torch_numpy_warning() -> None:
+    """Ignore torch's warning that numpy is not installed (only that one: :data:`TORCH_NUMPY_WARNING`)."""
+    warnings.filterwarnings("ignore", message=TORCH_NUMPY_WARNING, category=UserWarning)
+
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
@@ -48,10 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Every subcommand takes --json; 'accelhal schema' prints the JSON Schemas.",
     )
     parser.add_argument("--version", action="version", version=f"accelhal {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="also print accelhal's log messages (to stderr)")
+    verbose_help = "also print accelhal's log messages, and pytest's own output in 'check' (to stderr)"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     json_flag = argparse.ArgumentParser(add_help=False)
     json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
+    # also after the subcommand (`accelhal check -v`); SUPPRESS keeps a global -v from being reset
+    json_flag.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
     for module in _SUBCOMMANDS:
         command = sub.add_parser(
             module.NAME,
@@ -87,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from accelhal.cli import render
     from accelhal.errors import AccelhalError
 
+    hide_torch_numpy_warning()  # before anything imports torch
     argv = list(sys.argv[1:] if argv is None else argv)
     passthrough: list[str] = []
     if "--" in argv:  # what follows '--' is for pytest (accelhal check)

@@ -1,9 +1,12 @@
 """``accelhal check [NAME]``: run the conformance suite against a backend.
 
 The suite is :func:`accelhal.testing.run_suite` (``run_suite(backend, extra_args) ->
-int``, pytest's exit status), imported only when this command runs. Progress is drawn
-live through the pytest plugin :mod:`accelhal.cli.suite_progress`; a summary table
-follows. Arguments after ``--`` go to pytest (``accelhal check cuda -- -k streams``).
+int``, pytest's exit status), imported only when this command runs. On a terminal, one
+progress line counts the passed, failed and skipped tests as they end (fed by the pytest
+plugin :mod:`accelhal.cli.suite_progress`); a summary table follows. pytest's own output
+(a character per test, its summary) is shown only with ``-v``, or when the run ends
+without a verdict (a usage or collection error). Arguments after ``--`` go to pytest
+(``accelhal check cuda -- -k streams``).
 """
 
 from __future__ import annotations
@@ -11,10 +14,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib.util
+import io
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import IO
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.console import Console
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.text import Text
 
 from accelhal.cli import render, suite_progress
 from accelhal.cli.models import CheckOutput, FailedTest
@@ -25,6 +33,18 @@ RunSuite = Callable[[str, list[str]], int]
 
 QUIET_PYTEST = ["-p", "accelhal.cli.suite_progress", "-qq", "--tb=no"]
 """Arguments ``check`` gives pytest before the user's own: the progress plugin, little output."""
+
+PYTEST_EXITS = {
+    1: "some tests failed",
+    2: "pytest was interrupted (a test file failed to import, or Ctrl-C)",
+    3: "pytest had an internal error",
+    4: "pytest was given an argument it does not accept",
+    5: "no test was collected (does the -k or -m expression match any?)",
+}
+"""What pytest's exit status means, printed under the summary when it is not 0."""
+
+CHATTER_TAIL = 4000
+"""Characters of pytest's own output shown when a run ends without a verdict (``check`` keeps it otherwise)."""
 
 
 NAME = "check"
@@ -43,18 +63,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 class Tally:
-    """Counts outcomes and drives the progress bar; a :class:`suite_progress.Listener`."""
+    """Counts outcomes and keeps the progress line up to date; a :class:`suite_progress.Listener`."""
 
     def __init__(self, progress: Progress | None) -> None:
         self.progress = progress
-        self.task = progress.add_task("conformance", total=None) if progress else None
+        self.task = progress.add_task("collecting the conformance tests", total=None) if progress else None
         self.counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
         self.failures: list[FailedTest] = []
 
     def started(self, total: int) -> None:
         """Size the progress bar."""
         if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, total=total)
+            self.progress.update(self.task, total=total, description=self.line())
 
     def finished(self, nodeid: str, outcome: str, message: str) -> None:
         """Count one test and advance the bar."""
@@ -62,12 +82,18 @@ class Tally:
         if outcome in ("failed", "error"):
             self.failures.append(FailedTest(nodeid=nodeid, message=message))
         if self.progress is not None and self.task is not None:
-            self.progress.update(self.task, advance=1, description=nodeid.rpartition("::")[2][:30])
+            self.progress.update(self.task, advance=1, description=self.line())
 
     def teardown_error(self, nodeid: str, message: str) -> None:
         """Count a teardown error (the test itself was already counted)."""
         self.counts["error"] += 1
         self.failures.append(FailedTest(nodeid=nodeid, message=f"teardown: {message}"))
+
+    def line(self) -> str:
+        """``12 passed, 0 failed, 3 skipped`` (and the errors, when there are any)."""
+        counts = self.counts
+        text = f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+        return text + (f", {counts['error']} errors" if counts["error"] else "")
 
 
 def load_run_suite() -> RunSuite:
@@ -115,26 +141,68 @@ def resolve_backend(name: str | None) -> str:
     return name
 
 
-def run_check(backend: str, run_suite: RunSuite, pytest_args: Sequence[str], *, live: bool) -> CheckOutput:
-    """Run the suite for ``backend`` and count what happened; ``live`` draws a progress bar."""
-    progress = (
-        Progress(
-            TextColumn("{task.description:<30}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=render.console(),
-            transient=True,
-        )
-        if live
-        else None
-    )
-    tally = Tally(progress)
-    suite_progress.LISTENER = tally
+@contextlib.contextmanager
+def _terminal() -> Iterator[IO[str] | None]:
+    """A second handle on the terminal behind stdout (``None`` when stdout is not one).
+
+    pytest captures file descriptors 1 and 2 while each test runs; the progress line is
+    drawn on this duplicate, which the capture does not touch.
+    """
     try:
-        with progress if progress is not None else contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr):
-            exit_code = int(run_suite(backend, [*QUIET_PYTEST, *pytest_args]))
-    finally:
-        suite_progress.LISTENER = None
+        if not sys.stdout.isatty():
+            yield None
+            return
+        fd = os.dup(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # stdout replaced by something without a descriptor
+        yield None
+        return
+    with os.fdopen(fd, "w", encoding=sys.stdout.encoding or "utf-8", errors="replace") as terminal:
+        yield terminal
+
+
+class _Done(ProgressColumn):
+    """``tests run/tests collected``; nothing while the suite is still being collected."""
+
+    def render(self, task: Task) -> Text:
+        """The column's text for ``task``."""
+        return Text("" if task.total is None else f"{task.completed:.0f}/{task.total:.0f}", style="dim")
+
+
+def _progress(terminal: IO[str]) -> Progress:
+    out = render.console()
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=20),
+        _Done(),
+        console=Console(file=terminal, width=out.width, no_color=out.no_color, highlight=False),
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
+
+
+def run_check(
+    backend: str, run_suite: RunSuite, pytest_args: Sequence[str], *, live: bool, verbose: bool = False
+) -> CheckOutput:
+    """Run the suite for ``backend`` and count what happened.
+
+    ``live`` draws a progress line with the counts on a terminal. pytest's own output goes
+    to stderr when ``verbose``; otherwise it is kept, and shown (on stderr) only when the
+    run ended without a verdict on every test (a usage error, a collection error, no test).
+    """
+    arguments = [*QUIET_PYTEST, *pytest_args] if not verbose else ["-p", "accelhal.cli.suite_progress", *pytest_args]
+    chatter = io.StringIO()
+    with _terminal() if live and not verbose else contextlib.nullcontext() as terminal:
+        progress = _progress(terminal) if terminal is not None else None
+        tally = Tally(progress)
+        suite_progress.LISTENER = tally
+        try:
+            with progress or contextlib.nullcontext(), contextlib.redirect_stdout(sys.stderr if verbose else chatter):
+                exit_code = int(run_suite(backend, arguments))
+        finally:
+            suite_progress.LISTENER = None
+    if exit_code not in (0, 1) and not verbose:
+        sys.stderr.write(chatter.getvalue()[-CHATTER_TAIL:])
     return CheckOutput(
         backend=backend,
         exit_code=exit_code,
@@ -150,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the suite and print the summary; the exit status is the suite's."""
     run_suite = load_run_suite()
     backend = resolve_backend(args.name)
-    output = run_check(backend, run_suite, args.pytest_args, live=not args.json)
+    output = run_check(backend, run_suite, args.pytest_args, live=not args.json, verbose=args.verbose)
     if args.json:
         render.print_json(output)
         return output.exit_code
@@ -160,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
         backend, str(output.passed), str(output.failed), str(output.skipped), str(output.errors), str(output.exit_code)
     )
     out.print(summary)
+    if output.exit_code in PYTEST_EXITS:
+        render.field(out, f"exit status {output.exit_code}", PYTEST_EXITS[output.exit_code])
     if output.failures:
         failed = render.table(out, "test", "message", title="Failures")
         for failure in output.failures:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 from accelhal.cli.guard import Outcome, run_guarded
 from accelhal.cli.models import DoctorOutput, Problem, Severity
+from accelhal.cli.wording import STATUS_PHRASES, distribution_of, failure_fix, failure_title
 from accelhal.errors import ConfigurationError, sentence
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name, parse_seconds
@@ -352,11 +353,6 @@ def _check_selection(ctx: Context) -> None:
         )
 
 
-def _distribution_of(report: DetectionReport, plugin: str) -> str:
-    record = next((p for p in report.plugins if p.name == plugin), None)
-    return f"{record.distribution} {record.distribution_version}" if record else plugin
-
-
 def _check_plugins(ctx: Context) -> None:
     report = ctx.report
     if report is None:
@@ -365,10 +361,9 @@ def _check_plugins(ctx: Context) -> None:
         ctx.problems.append(
             Problem(
                 code="plugin-failed",
-                title=f"plugin {failure.plugin!r} failed at {failure.stage}",
-                detail=f"{_distribution_of(report, failure.plugin)}: {failure.detail}",
-                fix=f"upgrade or reinstall {_distribution_of(report, failure.plugin)}, or skip it with "
-                f"ACCELHAL_BLOCK_PLUGINS={failure.plugin}",
+                title=failure_title(failure),
+                detail=f"{distribution_of(report, failure.plugin)}: {failure.detail}",
+                fix=failure_fix(failure, report),
             )
         )
     for candidate in report.candidates:
@@ -376,7 +371,7 @@ def _check_plugins(ctx: Context) -> None:
             ctx.problems.append(
                 Problem(
                     code="backend-broken",
-                    title=f"backend {candidate.name!r} is {candidate.status.value}",
+                    title=f"backend {candidate.name!r} {STATUS_PHRASES[candidate.status]}",
                     detail=sentence(f"{candidate.source}: {candidate.reason}"),
                     fix=sentence(
                         candidate.hint
@@ -532,4 +527,7 @@ def diagnose() -> DoctorOutput:
             os.environ[_BLOCK] = ctx.environ[_BLOCK]
     chosen = ctx.report.chosen if ctx.report else None
     errors = [p for p in ctx.problems if p.severity is Severity.ERROR]
-    return DoctorOutput(healthy=not errors, active=chosen, problems=ctx.problems, checks=[n for n, _ in CHECKS])
+    problems = [  # details and fixes read as sentences, whichever check wrote them
+        p.model_copy(update={"detail": sentence(p.detail), "fix": sentence(p.fix, capital=True)}) for p in ctx.problems
+    ]
+    return DoctorOutput(healthy=not errors, active=chosen, problems=problems, checks=[n for n, _ in CHECKS])

@@ -40,12 +40,18 @@ def run(args: argparse.Namespace) -> int:
         out.print(Text.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
     if output.problems:
         out.print()
-    counts = {kind: sum(p.severity is kind for p in output.problems) for kind in Severity}
+    counts = {severity: sum(p.severity is severity for p in output.problems) for severity in Severity}
     others = ", ".join(
-        f"{counts[kind]} {kind.value}(s)" for kind in (Severity.WARNING, Severity.NOTICE) if counts[kind]
+        _count(counts[severity], severity.value) for severity in (Severity.WARNING, Severity.NOTICE) if counts[severity]
     )
     if output.healthy:
         out.print(Text(f"No problems found{f' ({others})' if others else ''}.", style="green"))
         return 0
-    out.print(Text(f"{counts[Severity.ERROR]} problem(s) found{f', {others}' if others else ''}.", style="bold red"))
+    found = _count(counts[Severity.ERROR], "problem") + " found" + (f" ({others})" if others else "")
+    out.print(Text(f"{found}.", style="bold red"))
     return 1
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 warning``, ``2 warnings``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"

@@ -14,6 +14,16 @@ import argparse
 
 from accelhal.cli import render
 from accelhal.cli.models import ExplainOutput, Outcome
+from accelhal.cli.wording import (
+    decision_sentence,
+    failure_fix,
+    failure_line,
+    failure_title,
+    probe_rows,
+    reason_text,
+    short_reason,
+    verdict_sentence,
+)
 from accelhal.errors import sentence
 from accelhal.plugins import Registry
 from accelhal.report import CandidateReport, DetectionReport
@@ -29,17 +39,6 @@ _STATUS_OUTCOMES: dict[Status, Outcome] = {
     Status.INVALID: Outcome.INVALID,
     Status.NOT_PROBED: Outcome.NOT_PROBED,
 }
-
-_OUTCOME_PHRASES: dict[Outcome, str] = {
-    Outcome.NOT_INSTALLED: "not installed",
-    Outcome.NO_DEVICE: "installed but sees no device",
-    Outcome.BROKEN: "installed but broken",
-    Outcome.REPLACED: "answered by another runtime",
-    Outcome.PROBE_ERROR: "not usable: its probe raised an error",
-    Outcome.INVALID: "not usable: its registration is invalid",
-    Outcome.NOT_PROBED: "not probed",
-}
-"""How ``explain`` says each outcome in a sentence (``'cuda' is installed but sees no device: ...``)."""
 
 
 def exit_status(output: ExplainOutput) -> int:
@@ -64,17 +63,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _candidate_details(candidate: CandidateReport) -> list[str]:
     return [
-        sentence(f"probe verdict: {candidate.status.value}: {candidate.reason}"),
+        f"verdict: {candidate.status.value} ({reason_text(candidate.status, candidate.reason)})",
         f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
     ]
-
-
-def _short_reason(candidate: CandidateReport, report: DetectionReport) -> str:
-    """The candidate's reason, or "torch cannot load" where it is the torch verdict the report carries."""
-    torch = report.torch
-    if torch is not None and torch.reason is not None and candidate.reason == torch.reason:
-        return "torch cannot load"
-    return candidate.reason
 
 
 def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
@@ -87,17 +78,22 @@ def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
             active=None,
             outcome=Outcome.SELECTION_FAILED,
             summary=f"no backend is active: {error}",
-            details=[f"{c.name}: {c.status.value} ({_short_reason(c, report)})" for c in report.candidates],
+            details=[f"{c.name}: {c.status.value} ({short_reason(c, report)})" for c in report.candidates],
             hint=" ".join(torch_fixes) or error_hint or (fallback.hint if fallback is not None else None),
             known=known,
         )
     candidate = report.candidate(report.chosen)
+    rows, not_probed = probe_rows(report)
     return ExplainOutput(
         name=report.chosen,
         active=report.chosen,
         outcome=Outcome.ACTIVE,
-        summary=f"{report.chosen!r} is active, chosen by rule {report.rule!r}",
-        details=[report.explanation, *(_candidate_details(candidate) if candidate else [])],
+        summary=f"{report.chosen!r} is active, chosen by rule {report.rule!r}: {decision_sentence(report)}",
+        details=[
+            *(_candidate_details(candidate) if candidate else []),
+            *(f"{name}: {status} ({reason})" for name, status, reason in rows),
+            *([f"not probed: {', '.join(not_probed)}"] if not_probed else []),
+        ],
         known=known,
     )
 
@@ -107,13 +103,15 @@ def _explain_unregistered(name: str, report: DetectionReport, known: list[str]) 
     plugin = next((p for p in report.plugins if name in (p.name, p.distribution.lower())), None)
     if plugin is not None and plugin.state != "loaded":
         outcome = Outcome.PLUGIN_FAILED if plugin.state == "failed" else Outcome.BLOCKED
+        failure = next((f for f in report.failures if f.plugin == plugin.name), None)
+        why = failure_title(failure) if failure else f"plugin {plugin.name!r} was not loaded ({plugin.state})"
         return ExplainOutput(
             name=name,
             active=report.chosen,
             outcome=outcome,
-            summary=f"the plugin {plugin.name!r} that provides {name!r} was not loaded ({plugin.state})",
+            summary=f"{why}, so no backend of its distribution is registered",
             details=[f"{plugin.distribution} {plugin.distribution_version}: {plugin.detail}"],
-            hint="see 'accelhal doctor' for the fix" if plugin.state == "failed" else None,
+            hint=failure_fix(failure, report) if failure else None,
             known=known,
         )
     held_back = [f"{p.name} ({p.state}: {p.detail})" for p in report.plugins if p.state != "loaded"]
@@ -137,8 +135,7 @@ def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outco
                 f"({winner.priority} > {candidate.priority})"
             )
         return Outcome.SELECTION_FAILED, f"{candidate.name!r} is available, but selection ended: {report.explanation}"
-    outcome = _STATUS_OUTCOMES[candidate.status]
-    return outcome, sentence(f"{candidate.name!r} is {_OUTCOME_PHRASES[outcome]}: {candidate.reason}")
+    return _STATUS_OUTCOMES[candidate.status], verdict_sentence(candidate.name, candidate.status, candidate.reason)
 
 
 def explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
@@ -147,10 +144,12 @@ def explain(name: str | None, report: DetectionReport, registry: Registry) -> Ex
     When selection failed, the details end with every plugin failure (strict mode stops at
     the first, but all are shown).
     """
-    output = _explain(name, report, registry).model_copy(update={"torch": report.torch})
+    output = _explain(name, report, registry)
+    output = output.model_copy(update={"torch": report.torch, "summary": sentence(output.summary)})
     if report.chosen is not None or not report.failures:
         return output
-    failures = [f"plugin {f.plugin!r} failed at {f.stage}: {f.detail}" for f in report.failures]
+    said = " ".join(output.details)
+    failures = [failure_line(f, report) for f in report.failures if f.detail not in said]  # not twice
     return output.model_copy(update={"details": [*output.details, *failures]})
 
 
@@ -171,7 +170,7 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
             known=known,
         )
     outcome, summary = _why_not(candidate, report)
-    failures = [f"plugin failure at {f.stage}: {f.detail}" for f in report.failures if f.backend == name]
+    failures = [failure_line(f, report) for f in report.failures if f.backend == name]
     return ExplainOutput(
         name=name,
         active=report.chosen,
@@ -198,8 +197,7 @@ def run(args: argparse.Namespace) -> int:
         out = render.console()
         render.field(out, output.name or "selection", output.outcome.value)
         render.field(out, "why", output.summary)
-        for detail in output.details:
-            out.print(f"  - {detail}", markup=False)
+        render.items(out, output.details)
         if output.hint:
             render.field(out, "hint", sentence(output.hint, capital=True))
         if output.active and output.active != output.name:

@@ -86,7 +86,10 @@ def child_main() -> None:
     """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines)."""
     import logging
 
+    from accelhal.cli import hide_torch_numpy_warning
     from accelhal.plugins import STEP_LOGGER
+
+    hide_torch_numpy_warning()  # its stderr is quoted as a crashing plugin's last output
 
     steps, answers = os.dup(2), os.dup(1)  # plugins may replace sys.stdout/sys.stderr
 

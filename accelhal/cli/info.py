@@ -1,11 +1,21 @@
-"""``accelhal info``: the active backend, how it was chosen, its devices and features."""
+"""``accelhal info``: the active backend, how it was chosen, its devices and features.
+
+The ``why`` is one sentence and then one line per probed backend; ``plugin problems``
+lists every plugin failure of the selection (a plugin that cannot be imported, a backend
+name taken without ``replaces=``, ...), which ``accelhal doctor`` says how to fix.
+"""
 
 from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
+
 from accelhal.cli import render
 from accelhal.cli.models import InfoOutput
+from accelhal.cli.wording import decision_sentence, failure_line, probe_rows
+from accelhal.errors import sentence
+from accelhal.report import DetectionReport
 
 NAME = "info"
 HELP = "the active backend, how it was chosen, its devices and features"
@@ -25,8 +35,31 @@ def collect() -> InfoOutput:
 
     report = detect()
     if report.chosen is None:
-        return InfoOutput(detection=report, accelerator=None, error=report.explanation)
-    return InfoOutput(detection=report, accelerator=get_accelerator().info())
+        return InfoOutput(detection=report, accelerator=None, error=report.explanation, plugin_problems=report.failures)
+    return InfoOutput(detection=report, accelerator=get_accelerator().info(), plugin_problems=report.failures)
+
+
+def print_why(out: Console, report: DetectionReport) -> None:
+    """The decision in a sentence, then what every other probed backend said (one line each)."""
+    rows, not_probed = probe_rows(report)
+    why = sentence(decision_sentence(report), capital=True)
+    if rows:
+        why += " The probes said:" if report.rule == "fallback" else " The other probes said:"
+    elif not_probed:
+        why += f" The other {len(not_probed)} backend(s) were not probed."
+    render.field(out, "why", why)
+    render.columns(out, rows, styled_column=1)
+    if rows and not_probed:
+        render.items(out, [f"not probed: {', '.join(not_probed)}"])
+
+
+def print_plugin_problems(out: Console, report: DetectionReport) -> None:
+    """``plugin problems: none``, or their count and one item each."""
+    if not report.failures:
+        render.field(out, "plugin problems", "none")
+        return
+    render.field(out, "plugin problems", f"{len(report.failures)} ('accelhal doctor' says how to fix each)")
+    render.items(out, [failure_line(failure, report) for failure in report.failures])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -34,15 +67,19 @@ def run(args: argparse.Namespace) -> int:
     output = collect()
     if args.json:
         render.print_json(output)
+        if output.accelerator is None:
+            render.error(output.error or output.detection.rule)
         return 0 if output.accelerator is not None else SELECTION_FAILED
     report, acc = output.detection, output.accelerator
     if acc is None:
         render.error(output.error or report.rule)
         return SELECTION_FAILED
     out = render.console()
-    render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r})")
+    chosen = report.candidate(acc.name)
+    source = f", {chosen.source}" if chosen is not None else ""
+    render.field(out, "active backend", f"{acc.name} (torch device type {acc.device_type!r}{source})")
     render.field(out, "chosen by", report.rule)
-    render.field(out, "why", report.explanation)
+    print_why(out, report)
     devices = render.table(out, "device", "description", "memory total", "free", "capability")
     for device in acc.devices:
         devices.add_row(
@@ -67,4 +104,5 @@ def run(args: argparse.Namespace) -> int:
     versions = [f"accelhal {acc.accelhal_version}", f"torch {acc.torch_version}", f"python {acc.python_version}"]
     versions += [f"{name} {version}" for name, version in sorted(acc.vendor_versions.items())]
     render.field(out, "versions", ", ".join(versions))
+    print_plugin_problems(out, report)
     return 0

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 
+from rich.console import Console
 from rich.text import Text
 
 from accelhal.cli import render
 from accelhal.cli.models import BackendEntry, ListOutput
+from accelhal.cli.wording import failure_phrase, reason_text
+from accelhal.errors import sentence
 from accelhal.plugins import Registry
 from accelhal.report import DetectionReport
 from accelhal.spec import Status
@@ -72,6 +75,62 @@ def collect() -> ListOutput:
     )
 
 
+HINTED = frozenset({Status.BROKEN, Status.PROBE_ERROR, Status.INVALID, Status.REPLACED})
+"""Verdicts whose hint is printed under the table: something is wrong, not merely absent."""
+
+
+def _backends(out: Console, output: ListOutput, torch_reason: str | None) -> None:
+    """The backends table (one line per backend where the reason fits), then the hints that matter."""
+    table = render.table(out, "backend", "prio", "verdict", "reason", title="Backends")
+    hints = []
+    for entry in output.backends:
+        name = Text(entry.name + (" *" if entry.active else ""))
+        if entry.source != "built-in":
+            name.append(f"\n{entry.source}", style="dim")
+        if torch_reason is not None and entry.reason == torch_reason:
+            reason = "torch cannot load (see above)"
+        else:
+            reason = reason_text(entry.status, entry.reason)  # a table cell: no full stop
+        table.add_row(name, str(entry.priority), render.styled(entry.status.value), reason)
+        if entry.hint and entry.status in HINTED and entry.reason != torch_reason:
+            hints.append(f"{entry.name}: {sentence(entry.hint, capital=True)}")
+    out.print(table)
+    if output.chosen:
+        out.print(f"* active: {output.chosen} (chosen by {output.rule})")
+    else:
+        error = output.error or output.rule
+        if torch_reason is not None and torch_reason in error:
+            error = error[: error.index(torch_reason)] + "torch cannot load (see above)."
+        render.field(out, "selection failed", error)
+    if hints:
+        out.print(Text("hints:", style="bold"))
+        render.items(out, hints)
+
+
+def _plugins(out: Console, output: ListOutput) -> None:
+    """Third-party plugins and any plugin with a problem in a table; the built-ins that loaded in one line."""
+    failures: dict[str, list[str]] = {}
+    for failure in output.failures:
+        failures.setdefault(failure.plugin, []).append(f"{failure_phrase(failure)}: {failure.detail}")
+    shown = [p for p in output.plugins if not p.builtin or p.state != "loaded" or p.name in failures]
+    quiet = [p for p in output.plugins if p not in shown]
+    if shown:
+        table = render.table(out, "plugin / distribution", "state", "detail", title="Plugins")
+        for plugin in shown:
+            detail = "; ".join(failures.pop(plugin.name, [])) or plugin.detail or "-"
+            dist = f"{plugin.distribution} {plugin.distribution_version}"
+            table.add_row(Text.assemble(plugin.name, "\n", (dist, "dim")), render.styled(plugin.state), detail)
+        for orphan, lines in failures.items():  # a failure whose plugin has no entry point record
+            table.add_row(orphan, render.styled("failed"), "; ".join(lines))
+        out.print(table)
+    third_party = any(not p.builtin for p in output.plugins)
+    if quiet:
+        versions = ", ".join(sorted({f"{p.distribution} {p.distribution_version}" for p in quiet}))
+        line = f"{len(quiet)} {'other ' if shown else ''}built-in ({versions}), loaded"
+        render.field(out, "plugins", line + ("" if third_party else "; no third-party plugin installed"))
+    out.print("'accelhal explain NAME' says why NAME is not the active backend.")
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the backends, the plugins and the failures; exit status 1 when selection failed."""
     output = collect()
@@ -81,30 +140,6 @@ def run(args: argparse.Namespace) -> int:
         return status
     out = render.console()
     torch_reason = render.torch_failure(out, output.torch)
-    backends = render.table(out, "#", "backend / source", "prio", "verdict", "reason", title="Backends")
-    for entry in output.backends:
-        name = Text.assemble(entry.name + (" *" if entry.active else ""), "\n", (entry.source, "dim"))
-        if torch_reason is not None and entry.reason == torch_reason:
-            reason = "torch cannot load (see above)"
-        else:
-            reason = render.with_hint(entry.reason, entry.hint)
-        backends.add_row(str(entry.rank), name, str(entry.priority), render.styled(entry.status.value), reason)
-    out.print(backends)
-    if output.chosen:
-        out.print(f"* active: {output.chosen} (chosen by {output.rule})")
-    else:
-        error = output.error or output.rule
-        if torch_reason is not None and torch_reason in error:
-            error = error[: error.index(torch_reason)] + "torch cannot load (see above)."
-        render.field(out, "selection failed", error)
-    plugins = render.table(out, "plugin", "distribution", "state", "detail", title="Plugins")
-    for plugin in output.plugins:
-        dist = f"{plugin.distribution} {plugin.distribution_version}"
-        plugins.add_row(plugin.name, dist, render.styled(plugin.state), plugin.detail or "-")
-    out.print(plugins)
-    if output.failures:
-        failures = render.table(out, "plugin", "stage", "backend", "error", title="Plugin failures")
-        for failure in output.failures:
-            failures.add_row(failure.plugin, failure.stage, failure.backend or "-", failure.detail)
-        out.print(failures)
+    _backends(out, output, torch_reason)
+    _plugins(out, output)
     return status

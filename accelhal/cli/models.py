@@ -40,6 +40,10 @@ class InfoOutput(_Output):
     detection: DetectionReport
     accelerator: AcceleratorInfo | None
     error: str | None = Field(default=None, description="why no backend could be selected; null on success")
+    plugin_problems: list[FailureReport] = Field(
+        default_factory=list,
+        description="every plugin failure (the detection's failures): what the 'plugin problems' line shows",
+    )
 
 
 class BackendEntry(CandidateReport):

@@ -1,18 +1,24 @@
 """Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
 
-Everything is drawn with rich. On a terminal tables get rounded boxes and colour; when
-the output is piped (or ``NO_COLOR`` is set, which rich honours) it degrades to plain
-text with ASCII boxes, so a bug report can paste it as it is. Tables are sized for an
-80-column terminal: long cells wrap instead of widening the table.
+Everything is drawn with rich. On a terminal, tables get box-drawing lines, labels are bold
+and statuses coloured. ``NO_COLOR`` (set and not empty, as https://no-color.org asks)
+removes the colour and only the colour: bold and the boxes stay, since they are not
+colour and carry the layout. When the output is piped it is plain text with ASCII lines
+and no escape codes at all, so a bug report can paste it as it is. Output is sized for
+an 80-column terminal: long cells and list items wrap under their own text instead of
+widening the table or running back to column 0.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
+from typing import TextIO, cast
 
 from pydantic import BaseModel
 from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -42,18 +48,58 @@ MAX_WIDTH = 80
 """Output is laid out for this many columns, even on a wider terminal."""
 
 
+class _TrimmedLines:
+    """A text stream that writes each line to ``stream`` without its trailing blanks (rich pads cells)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pending = ""
+
+    @property
+    def encoding(self) -> str:
+        """The encoding of ``stream`` (rich chooses its box characters by it)."""
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        """Write the complete lines of what was written so far, trimmed; keep an unfinished one."""
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        """Write an unfinished line as it is, and flush ``stream``."""
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        """Never a terminal: only piped output is trimmed."""
+        return False
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide."""
+    """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide.
+
+    Piped, its lines carry no trailing blanks (a pasted bug report stays clean).
+    """
     out = Console(stderr=stderr, highlight=False)
+    if not out.is_terminal:
+        trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
+        out = Console(file=trimmed, highlight=False)
     if out.width > MAX_WIDTH:
         out.width = MAX_WIDTH
     return out
 
 
 def table(out: Console, *columns: str, title: str | None = None) -> Table:
-    """A table with ``columns``: rounded on a terminal, ASCII when piped; long cells wrap, never cut."""
+    """A table with ``columns``: box-drawing lines on a terminal, ASCII when piped; long cells wrap, never cut.
+
+    The table has inner lines only (no outer frame): two columns and two rows more for the text.
+    """
     shape = box.ROUNDED if out.is_terminal else box.ASCII
-    drawn = Table(*columns, title=title, box=shape, title_justify="left", expand=False)
+    drawn = Table(*columns, title=title, box=shape, title_justify="left", expand=False, show_edge=False)
     for column in drawn.columns:
         column.overflow = "fold"
     return drawn
@@ -68,6 +114,34 @@ def field(out: Console, label: str, value: str) -> None:
     """Print ``label: value`` with the label in bold; ``value`` is plain text, not markup."""
     line = Text.assemble((f"{label}: ", "bold"), value)
     out.print(line)
+
+
+def items(out: Console, lines: list[str], *, marker: str = "-", indent: int = 2) -> None:
+    """Print ``lines`` as a list: each after ``marker``, its continuation lines under its text."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row(marker, Text(line))
+    out.print(Padding(grid, (0, 0, 0, indent)))
+
+
+def columns(
+    out: Console, rows: Sequence[tuple[str, ...]], *, indent: int = 2, styled_column: int | None = None
+) -> None:
+    """Print ``rows`` aligned in columns without a box; the last column wraps under itself.
+
+    ``styled_column`` is coloured by :func:`styled` (a status or plugin state).
+    """
+    if not rows:
+        return
+    grid = Table.grid(padding=(0, 2, 0, 0))
+    for _ in rows[0][:-1]:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for row in rows:
+        grid.add_row(*(styled(c) if i == styled_column else Text(c) for i, c in enumerate(row)))
+    out.print(Padding(grid, (0, 0, 0, indent)))
 
 
 def with_hint(reason: str, hint: str | None) -> str:

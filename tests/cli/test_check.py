@@ -45,14 +45,15 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
-def _stand_in(tmp_path: Path) -> str:
+def stand_in(tmp_path: Path) -> str:
+    """``python -c`` code that runs the command with the suite replaced by :data:`SUITE`."""
     suite = tmp_path / "test_standin_suite.py"
     suite.write_text(textwrap.dedent(SUITE))
     return STAND_IN.format(path=str(suite))
 
 
 def test_check_counts_every_outcome(tmp_path: Path) -> None:
-    result = run_accelhal("check", "cpu", "--json", code=_stand_in(tmp_path))
+    result = run_accelhal("check", "cpu", "--json", code=stand_in(tmp_path))
     assert result.returncode == 1, result.output  # pytest's status when a test failed
     data = result.json()
     assert (data["backend"], data["passed"], data["failed"], data["skipped"], data["errors"]) == ("cpu", 1, 1, 1, 1)
@@ -62,16 +63,16 @@ def test_check_counts_every_outcome(tmp_path: Path) -> None:
 
 
 def test_check_prints_a_summary_table_and_passes_pytest_args(tmp_path: Path) -> None:
-    result = run_accelhal("check", "--", "-k", "passes or skipped", code=_stand_in(tmp_path))
+    result = run_accelhal("check", "--", "-k", "passes or skipped", code=stand_in(tmp_path))
     assert result.returncode == 0, result.output
     assert "Conformance" in result.stdout
-    row = next(line for line in result.stdout.splitlines() if line.startswith("| cpu"))
-    assert row.split("|")[1:-1] == [" cpu     ", " 1      ", " 0      ", " 1       ", " 0      ", " 0    "]
+    row = next(line for line in result.stdout.splitlines() if line.startswith(" cpu "))
+    assert [cell.strip() for cell in row.split("|")] == ["cpu", "1", "0", "1", "0", "0"]
     assert "Traceback" not in result.output
 
 
 def test_check_unknown_backend_is_a_user_mistake(tmp_path: Path) -> None:
-    result = run_accelhal("check", "tpu", code=_stand_in(tmp_path))
+    result = run_accelhal("check", "tpu", code=stand_in(tmp_path))
     assert result.returncode == 2
     assert "unknown accelerator 'tpu'" in result.stderr
     assert "Traceback" not in result.output
@@ -83,3 +84,23 @@ def test_check_runs_the_real_conformance_suite_on_cpu() -> None:
     data = result.json()
     assert data["backend"] == "cpu" and data["failed"] == 0 and data["errors"] == 0
     assert data["passed"] > 100 and data["skipped"] > 0  # skips: capabilities cpu declares absent
+
+
+def test_check_keeps_pytest_quiet_unless_verbose(tmp_path: Path) -> None:
+    quiet = run_accelhal("check", code=stand_in(tmp_path))
+    assert quiet.returncode == 1, quiet.output
+    assert "test session starts" not in quiet.output and "[100%]" not in quiet.output
+    assert "pytest chatter" not in quiet.output
+    assert "exit status 1: some tests failed" in quiet.stdout
+    for verbose in (["check", "-v"], ["-v", "check"]):
+        loud = run_accelhal(*verbose, code=stand_in(tmp_path))
+        assert loud.returncode == 1, loud.output
+        assert "test session starts" in loud.stderr and "pytest chatter" in loud.stderr
+        assert "Conformance" in loud.stdout
+
+
+def test_check_shows_pytest_output_when_the_run_ends_without_a_verdict(tmp_path: Path) -> None:
+    result = run_accelhal("check", "--", "--no-such-option", code=stand_in(tmp_path))
+    assert result.returncode == 4, result.output  # pytest's usage error
+    assert "--no-such-option" in result.stderr
+    assert "exit status 4: pytest was given an argument it does not accept" in " ".join(result.stdout.split())

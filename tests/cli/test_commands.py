@@ -19,6 +19,8 @@ def assert_clean(result: Result) -> None:
     assert "Traceback" not in result.output, result.output
     too_wide = [line for line in result.stdout.splitlines() if len(line) > 80]
     assert not too_wide, too_wide
+    padded = [line for line in result.stdout.splitlines() if line != line.rstrip()]
+    assert not padded, padded  # piped output pastes cleanly: no trailing blanks
 
 
 @pytest.mark.parametrize("args", HUMAN_COMMANDS, ids=" ".join)

@@ -81,7 +81,7 @@ def test_a_slow_plugin_and_a_slow_probe_are_warnings(site: Callable[..., str]) -
     human = run_accelhal("doctor", env=env)
     assert human.returncode == 0
     assert "warning: plugin 'acmeslow' takes" in human.stdout
-    assert "No problems found (2 warning(s))." in human.stdout
+    assert "No problems found (2 warnings)." in human.stdout
 
 
 def test_a_local_rank_the_backends_reject_is_a_problem() -> None:

@@ -123,7 +123,7 @@ def test_installed_runtime_without_a_device_is_a_notice_naming_the_vendor_check(
     assert human.returncode == 0, human.output
     flat = " ".join(human.stdout.split())
     assert "notice: noisy_runtime is installed and loads" in flat
-    assert "No problems found (1 notice(s))." in flat
+    assert "No problems found (1 notice)." in flat
 
 
 def test_no_device_hint_names_the_check_and_not_the_runtime_setup(noisy: Callable[..., Result]) -> None:
