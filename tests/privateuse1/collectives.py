@@ -86,7 +86,7 @@ class HostGloo(dist.ProcessGroup):
     """A process group running gloo's collectives on host copies of device tensors."""
 
     def __init__(self, store: Any, rank: int, size: int, timeout: timedelta, name: str = NAME) -> None:
-        super().__init__(rank, size)
+        super().__init__(rank, size)  # type: ignore[call-arg]  # torch 2.13 takes (rank, size); its stub says (store, rank, size)
         self._name = name
         self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
 
