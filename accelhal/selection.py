@@ -445,10 +445,11 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     if chosen is None or chosen_record is None:
         fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
         why = f": {fallback.reason}" if fallback is not None else ""
+        probed_summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records) or "none registered"
         held_back = reg.held_back()
         raise BackendUnavailableError(
             plugins.FALLBACK_BACKEND,
-            f"no backend is available, not even the cpu fallback{why}"
+            f"no backend is available, not even the cpu fallback{why}. Probed: {probed_summary}"
             + (f". Held back: {held_back}" if held_back else ""),
             hint=fallback.hint if fallback is not None else None,
         )

@@ -138,6 +138,15 @@ VARIABLES += (
         "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset).",
     ),
     Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
+    Variable(
+        "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
+    ),
+    Variable(
+        "TORCH_EXTENSIONS_DIR",
+        "directory",
+        "torch's default",
+        "torch's own; set by the DeepSpeed adapter around DeepSpeed's op builds, then restored.",
+    ),
     Variable("TORCH_CUDA_ARCH_LIST", "architectures", "unset", "torch's own: the CUDA architectures op builds target."),
     Variable(
         "DS_ALLOW_DEPRECATED_FP16",

@@ -56,5 +56,8 @@ def test_nothing_available_names_the_lists_that_removed_candidates(
         accelhal.get_accelerator()
     message = str(info.value)
     assert "not even the cpu fallback" in message and "cpu: no-device (acme: no host)" in message
-    assert "ACCELHAL_BLOCK_PLUGINS held back builtin_ops, cuda, hpu, mlu, mps, npu, sdaa, xpu" in message
+    assert (
+        "ACCELHAL_BLOCK_PLUGINS held back builtin_ops, cuda, generic, hpu, mlu, mps, musa, npu, sdaa, supa, xpu"
+        in message
+    )
     assert "ACCELHAL_PLUGINS held back acmeother" in message

@@ -101,7 +101,7 @@ def test_one_torch_verdict_for_every_backend_with_the_fixes_in_order(broken: Cal
 
 @pytest.mark.parametrize(
     ("args", "status"),
-    [(["info"], 2), (["list"], 1), (["explain"], 1), (["explain", "brokendev"], 0), (["check", "cpu"], 2)],
+    [(["info"], 2), (["list"], 1), (["explain"], 1), (["explain", "brokendev"], 1), (["check", "cpu"], 2)],
     ids=lambda value: " ".join(value) if isinstance(value, list) else str(value),
 )
 def test_every_command_says_it_and_json_is_a_document(

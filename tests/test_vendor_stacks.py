@@ -54,7 +54,7 @@ EXIT_STATUS: dict[tuple[str, tuple[str, ...]], int] = {
     ("autoload", ("info",)): 2,
     ("autoload", ("list",)): 1,
     ("autoload", ("explain",)): 1,
-    ("autoload", ("explain", "npu")): 0,
+    ("autoload", ("explain", "npu")): 1,  # selection failed: explain says why, and its status says so
     ("autoload", ("doctor",)): 1,
     ("autoload", ("check", "npu")): 2,
     # torch loads, the npu backend is broken, cpu is chosen

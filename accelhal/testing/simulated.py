@@ -466,11 +466,28 @@ def _module(name: str, members: dict[str, Any], allowed: dict[str, dict[str, Any
     return module
 
 
-def _answer_cuda(module: types.ModuleType) -> None:
+def answer_cuda(module: types.ModuleType) -> None:
     """Set ``module``'s functions on ``torch.cuda``, as torch_supa's ``transfer_to_supa`` does."""
     for member, value in vars(module).items():
         if not member.startswith("__") and hasattr(torch.cuda, member):
             setattr(torch.cuda, member, value)
+
+
+def vendor_module(vendor: Vendor, members: dict[str, Any], module_name: str | None = None) -> types.ModuleType:
+    """The device module of ``vendor``: those of ``members`` that its recorded surface has.
+
+    ``module_name`` is given where the package is the device module (Gaudi's hpu,
+    torch_musa): the module then takes the package's identity (its spec, file and path).
+    """
+    name = module_name or f"{vendor.package}.{vendor.module_attr}"
+    module = _module(name, members, load_surface(vendor.surface))
+    package = sys.modules.get(name) if module_name else None
+    if package is not None:
+        for attr in ("__spec__", "__file__", "__loader__", "__path__"):
+            if hasattr(package, attr):
+                setattr(module, attr, getattr(package, attr))
+        module.__version__ = "0.0+simulated"  # type: ignore[attr-defined]
+    return module
 
 
 def install(vendor_name: str, module_name: str | None = None) -> types.ModuleType:
@@ -479,14 +496,7 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
     vendor = VENDORS[vendor_name]
     devices = int(os.environ.get(DEVICES_VARIABLE, "2"))
     runtime = SimulatedRuntime(vendor, devices)
-    name = module_name or f"{vendor.package}.{vendor.module_attr}"
-    module = _module(name, runtime.members(), load_surface(vendor.surface))
-    package = sys.modules.get(name) if module_name else None
-    if package is not None:  # the package is the device module (Gaudi's hpu, torch_musa): it keeps its identity
-        for attr in ("__spec__", "__file__", "__loader__", "__path__"):
-            if hasattr(package, attr):
-                setattr(module, attr, getattr(package, attr))
-        module.__version__ = "0.0+simulated"  # type: ignore[attr-defined]
+    module = vendor_module(vendor, runtime.members(), module_name)
     runtime.modules = [module]
     if vendor.rng_namespace is not None:
         runtime.modules.append(getattr(module, vendor.rng_namespace))
@@ -497,20 +507,20 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
     register: Callable[[str, types.ModuleType], None] = torch._register_device_module
     register(vendor.device_type, module)
     if vendor.answers_cuda:
-        _answer_cuda(module)
+        answer_cuda(module)
     RUNTIME = runtime
     return module
 
 
-def _package_source(vendor_name: str, vendor: Vendor) -> str:
+def _package_source(vendor_name: str, vendor: Vendor, installer: str) -> str:
     if vendor.module_attr is None:
         return f"""
             import sys
-            from accelhal.testing.simulated import install
+            from {installer} import install
             sys.modules[__name__] = install({vendor_name!r}, module_name=__name__)
             """
     return f"""
-        from accelhal.testing.simulated import install
+        from {installer} import install
         __version__ = "0.0+simulated"
         {vendor.module_attr} = install({vendor_name!r})
         """
@@ -527,10 +537,15 @@ def _write_package(root: Path, dotted: str, source: str) -> None:
     (package / "__init__.py").write_text('"""Written by accelhal.testing.simulated."""\n' + textwrap.dedent(source))
 
 
-def write_vendor_package(vendor_name: str, root: Path) -> Path:
-    """Write the simulated package of ``vendor_name`` (a key of :data:`VENDORS`, e.g. ``"npu"``) under ``root``."""
+def write_vendor_package(vendor_name: str, root: Path, installer: str = __name__) -> Path:
+    """Write the simulated package of ``vendor_name`` (a key of :data:`VENDORS`, e.g. ``"npu"``) under ``root``.
+
+    Importing the package calls ``<installer>.install(vendor_name)`` (this module's
+    :func:`install` by default; ``module_name=__name__`` where the package is the device
+    module), which registers the device module and returns it.
+    """
     vendor = VENDORS[vendor_name]
-    _write_package(root, vendor.package, _package_source(vendor_name, vendor))
+    _write_package(root, vendor.package, _package_source(vendor_name, vendor, installer))
     return root
 
 

@@ -25,7 +25,11 @@ def on_device(code: str, name: str = device.DEFAULT_NAME, devices: int = 2, **en
     ``code`` sees ``torch``, ``json``, ``os``, ``name`` and ``module`` (``torch.<name>``).
     """
     env.setdefault(device.DEVICES_VARIABLE, str(devices))
-    return run_python(ROOT, PRELUDE.format(name=name) + code, **env)
+    # torch's autograd engine keeps a worker thread per device type that may still be finishing
+    # its last task while the interpreter shuts down (torch's exit race, pytorch/pytorch#38228),
+    # which aborts the process after the result was printed: end without interpreter teardown.
+    epilogue = "\nimport sys as _sys\n_sys.stdout.flush()\nos._exit(0)\n"
+    return run_python(ROOT, PRELUDE.format(name=name) + code + epilogue, **env)
 
 
 def build_in_child(**env: str) -> dict[str, Any]:

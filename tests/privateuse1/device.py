@@ -18,8 +18,10 @@ wants another name runs in a fresh interpreter) and registers its device module
 
 Variables: ``ACCELHAL_TESTDEV_DEVICES`` (device count, default 2; 0 is "no device"),
 ``ACCELHAL_TESTDEV_MEMORY`` (bytes per device), ``ACCELHAL_TESTDEV_CACHE`` (the cache
-root, default ``~/.cache/accelhal-tests``), and, for :func:`autoload` (a
-``torch.backends`` entry point, as vendors install), ``ACCELHAL_TESTDEV_NAME``.
+root, default ``~/.cache/accelhal-tests``), ``ACCELHAL_TESTDEV_COLLECTIVES`` (``1``:
+:func:`load` registers the device's collectives, :mod:`tests.privateuse1.collectives`) and,
+for :func:`autoload` (a ``torch.backends`` entry point, as vendors install),
+``ACCELHAL_TESTDEV_NAME``.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ CXX_FLAGS = ["-O1"]
 DEVICES_VARIABLE = "ACCELHAL_TESTDEV_DEVICES"
 NAME_VARIABLE = "ACCELHAL_TESTDEV_NAME"
 CACHE_VARIABLE = "ACCELHAL_TESTDEV_CACHE"
+COLLECTIVES_VARIABLE = "ACCELHAL_TESTDEV_COLLECTIVES"
 MANIFEST = "build.json"
 DEFAULT_NAME = "testdev"
 
@@ -69,10 +72,14 @@ def build_key() -> str:
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def cache_root() -> Path:
+    """``ACCELHAL_TESTDEV_CACHE``, default ``~/.cache/accelhal-tests``: the builds kept between test runs."""
+    return Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
+
+
 def build_directory() -> Path:
     """``<cache root>/testdev-<build key>``."""
-    root = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache" / "accelhal-tests")
-    return Path(root) / f"testdev-{build_key()}"
+    return cache_root() / f"testdev-{build_key()}"
 
 
 def _finished(directory: Path) -> Path | None:
@@ -150,12 +157,13 @@ def _load_library() -> None:
             _build(path.parent)
 
 
-def load(name: str = DEFAULT_NAME, devices: int | None = None) -> ModuleType:
+def load(name: str = DEFAULT_NAME, devices: int | None = None, module: ModuleType | None = None) -> ModuleType:
     """Make the test device this process's accelerator under ``name``; returns its device module ``torch.<name>``.
 
     ``devices`` sets ``ACCELHAL_TESTDEV_DEVICES`` for the library (read once, when it is
-    loaded). Loading again under the same name returns the same module; another name
-    raises ``RuntimeError`` (torch renames PrivateUse1 once per process).
+    loaded). ``module`` replaces :mod:`tests.privateuse1.runtime` as the device module (a
+    vendor's module built over it). Loading again under the same name returns the same
+    module; another name raises ``RuntimeError`` (torch renames PrivateUse1 once per process).
     """
     import torch
 
@@ -173,10 +181,14 @@ def load(name: str = DEFAULT_NAME, devices: int | None = None) -> ModuleType:
 
     register_module: Any = torch._register_device_module  # untyped in torch
     rename_privateuse1_backend(name)
-    register_module(name, runtime)
+    register_module(name, runtime if module is None else module)
     generate_methods_for_privateuse1_backend(for_storage=True)
     _loaded_name.append(name)
-    return runtime
+    if os.environ.get(COLLECTIVES_VARIABLE) == "1":
+        from tests.privateuse1 import collectives
+
+        collectives.register(name)
+    return getattr(torch, name)  # type: ignore[no-any-return]
 
 
 def autoload() -> None:

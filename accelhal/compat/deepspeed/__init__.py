@@ -83,20 +83,9 @@ def as_deepspeed_accelerator(acc: Accelerator | None = None, *, disable_ops: Ite
     >>> ds_acc.device_name(), ds_acc._name
     ('cpu', 'cpu')
     """
-    from accelhal.compat.deepspeed._adapter import adapter_class
-    from accelhal.contract import Accelerator
-    from accelhal.errors import ContractError
+    from accelhal.compat.deepspeed._adapter import wrap
 
-    if acc is None:
-        from accelhal import get_accelerator
-
-        acc = get_accelerator()
-    if not isinstance(acc, Accelerator):
-        raise ContractError(
-            f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
-            f"{type(acc).__qualname__}"
-        )
-    return adapter_class()(acc, _checked_ops(disable_ops))
+    return wrap(acc, disable_ops)
 
 
 def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] = ()) -> Any:
@@ -121,7 +110,9 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
 
     if acc is not None:
         acc = accelhal.set_accelerator(acc)
-    ops = _checked_ops(disable_ops)
+    from accelhal.compat.deepspeed._adapter import checked_ops
+
+    ops = checked_ops(disable_ops)
     if _hook.TARGET in sys.modules:
         adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
         from deepspeed.accelerator import set_accelerator
@@ -139,16 +130,6 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     if not isinstance(adapter, adapter_class()):
         raise ContractError(f"DeepSpeed was imported without the adapter; it holds {adapter!r}")
     return adapter
-
-
-def _checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:
-    from accelhal.errors import ContractError
-
-    ops = tuple(disable_ops)
-    bad = [op for op in ops if not isinstance(op, str) or not op]
-    if isinstance(disable_ops, str) or bad:
-        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
-    return ops
 
 
 def backend_from_deepspeed(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import inspect
 import os
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
@@ -72,6 +73,17 @@ def _disabled_builder(real: type[Any], backend: str, class_name: str) -> type[An
 @functools.cache
 def _unavailable_builder(backend: str, class_name: str) -> type[UnavailableBuilder]:
     return type(class_name, (UnavailableBuilder,), {"backend": backend, "op_name": class_name, "__module__": __name__})
+
+
+EMPTY_OP_BUILDER_DIR = "accelhal.compat.deepspeed.op_builder"
+"""The op-builder package DeepSpeed is given for a device it has no accelerator for: it lists no builders."""
+
+
+def _importable(package: str) -> bool:
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):  # a missing parent package
+        return False
 
 
 @functools.cache
@@ -236,10 +248,14 @@ class _AdapterMembers:
     def op_builder_dir(self) -> str:
         """DeepSpeed's op-builder package for this device (``deepspeed.ops.op_builder.cpu`` on cpu).
 
-        For a device DeepSpeed has no accelerator for, accelhal's own op-builder package.
+        For a device DeepSpeed has no accelerator for, the backend's ``op_builder_dir()``
+        where that package exists, else :data:`EMPTY_OP_BUILDER_DIR` (DeepSpeed imports it).
         """
         twin = self._twin()
-        return str(twin.op_builder_dir()) if twin is not None else self.accelhal_accelerator.op_builder_dir()
+        if twin is not None:
+            return str(twin.op_builder_dir())
+        ours = self.accelhal_accelerator.op_builder_dir()
+        return ours if _importable(ours) else EMPTY_OP_BUILDER_DIR
 
     def get_op_builder(self, class_name: str) -> type[Any]:
         """The builder class ``class_name``: DeepSpeed's own for this device, else accelhal's.
@@ -308,3 +324,26 @@ def adapter_class() -> type[Any]:
     if abstract:  # DeepSpeed declared something this generation does not cover
         raise ContractError(f"{ADAPTER_CLASS_NAME} leaves abstract: {abstract}")
     return cls
+
+
+def wrap(acc: Accelerator | None, disable_ops: Iterable[str] = ()) -> Any:
+    """The adapter over ``acc`` (the active accelerator when ``None``): see ``as_deepspeed_accelerator``."""
+    if acc is None:
+        from accelhal.selection import get_accelerator
+
+        acc = get_accelerator()
+    if not isinstance(acc, Accelerator):
+        raise ContractError(
+            f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
+            f"{type(acc).__qualname__}"
+        )
+    return adapter_class()(acc, checked_ops(disable_ops))
+
+
+def checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:
+    """``disable_ops`` as a tuple of op-builder class names, or a ``ContractError`` saying what was wrong."""
+    ops = tuple(disable_ops)
+    bad = [op for op in ops if not isinstance(op, str) or not op]
+    if isinstance(disable_ops, str) or bad:
+        raise ContractError(f"disable_ops must be an iterable of op builder class names, got {disable_ops!r}")
+    return ops

@@ -88,9 +88,9 @@ class _Finder:
 
 
 def _adapter(accelerator: Accelerator | None, disable_ops: tuple[str, ...]) -> Any:
-    from accelhal.compat.deepspeed import as_deepspeed_accelerator
+    from accelhal.compat.deepspeed._adapter import wrap
 
-    return as_deepspeed_accelerator(accelerator, disable_ops=disable_ops)
+    return wrap(accelerator, disable_ops)
 
 
 def arm(accelerator: Accelerator | None = None, disable_ops: Sequence[str] = ()) -> bool:

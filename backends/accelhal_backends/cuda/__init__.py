@@ -77,7 +77,7 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="nccl",
     visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
     export_envs=("NCCL",),
-    hint="Install a CUDA (or ROCm) build of torch and the NVIDIA (or AMD) driver.",
+    hint="install a CUDA (or ROCm) build of torch and the NVIDIA (or AMD) driver",
     device_check_command="nvidia-smi",
     description="NVIDIA GPUs (CUDA) and AMD GPUs (ROCm/HIP) through torch.cuda; NCCL/RCCL collectives",
 )

@@ -16,7 +16,7 @@ SPEC = BackendSpec.for_device_module(
     accelerator="accelhal_backends.hpu.accelerator:HpuAccelerator",
     comm_backend="hccl",
     visible_devices_envs=("HABANA_VISIBLE_MODULES",),
-    hint="Install the Intel Gaudi software stack (habana-torch-plugin) that matches this torch.",
+    hint="install the Intel Gaudi software stack (habana-torch-plugin) that matches this torch",
     device_check_command="hl-smi",
     description="Intel Gaudi through habana_frameworks.torch.hpu; HCCL collectives",
 )

@@ -13,7 +13,7 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="cncl",
     visible_devices_envs=("MLU_VISIBLE_DEVICES",),
     export_envs=("NEUWARE_HOME", "CNCL", "LD_LIBRARY", "PATH"),
-    hint="Install torch_mlu and set NEUWARE_HOME and LD_LIBRARY_PATH to the Cambricon Neuware SDK.",
+    hint="install torch_mlu and set NEUWARE_HOME and LD_LIBRARY_PATH to the Cambricon Neuware SDK",
     device_check_command="cnmon",
     description="Cambricon MLUs through torch_mlu; CNCL collectives",
 )

@@ -9,7 +9,7 @@ SPEC = BackendSpec.for_device_module(
     "mps",
     priority=600,
     accelerator="accelhal_backends.mps.accelerator:MpsAccelerator",
-    hint="MPS needs macOS 12.3+ on Apple silicon (or an AMD GPU) and a macOS build of torch.",
+    hint="MPS needs macOS 12.3+ on Apple silicon (or an AMD GPU) and a macOS build of torch",
     device_check_command="system_profiler SPDisplaysDataType",
     description="Apple-silicon GPUs through torch.mps; gloo collectives",
 )

@@ -22,7 +22,7 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="mccl",
     visible_devices_envs=("MUSA_VISIBLE_DEVICES",),
     export_envs=("MUSA", "MCCL", "LD_LIBRARY", "PATH"),
-    hint="Install torch_musa matching this torch and the MUSA toolkit (MUSA_HOME, LD_LIBRARY_PATH).",
+    hint="install torch_musa matching this torch and the MUSA toolkit (MUSA_HOME, LD_LIBRARY_PATH)",
     device_check_command="mthreads-gmi",
     description="Moore Threads GPUs (MUSA) through torch_musa; MCCL collectives",
 )

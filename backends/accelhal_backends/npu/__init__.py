@@ -13,8 +13,8 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="hccl",
     visible_devices_envs=("ASCEND_RT_VISIBLE_DEVICES",),
     export_envs=("ASCEND", "HCCL", "LD_LIBRARY", "PATH"),
-    hint="Install the CANN toolkit and source its set_env.sh (e.g. source /usr/local/Ascend/ascend-toolkit/"
-    "set_env.sh) so that torch_npu finds libhccl.so and the other Ascend libraries.",
+    hint="install the CANN toolkit and source its set_env.sh (e.g. source /usr/local/Ascend/ascend-toolkit/"
+    "set_env.sh) so that torch_npu finds libhccl.so and the other Ascend libraries",
     device_check_command="npu-smi info",
     description="Huawei Ascend NPUs through torch_npu; HCCL collectives",
 )

@@ -12,7 +12,7 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="tccl",
     visible_devices_envs=("SDAA_VISIBLE_DEVICES",),
     export_envs=("NCCL", "LD_LIBRARY", "PATH"),
-    hint="Install torch_sdaa with the Tecorigin driver and runtime (TecoToolkit) and source its setvars.sh.",
+    hint="install torch_sdaa with the Tecorigin driver and runtime (TecoToolkit) and source its setvars.sh",
     device_check_command="teco-smi",
     description="Tecorigin SDAA accelerators through torch_sdaa; TCCL collectives",
 )

@@ -18,9 +18,9 @@ SPEC = BackendSpec.for_device_module(
     comm_backend="bccl",
     visible_devices_envs=("SUPA_VISIBLE_DEVICES",),
     export_envs=("BCCL", "BIREN", "SUPA", "LD_LIBRARY", "PATH"),
-    hint="Install torch_supa from Biren's birensupa-sdk and source its brsw_set_env.sh "
+    hint="install torch_supa from Biren's birensupa-sdk and source its brsw_set_env.sh "
     "(/usr/local/birensupa/sdk/latest/scripts/brsw_set_env.sh) so that libsupa.so and libtorch_supa.so are "
-    "found.",
+    "found",
     device_check_command="brsmi",
     description="Biren GPUs (SUPA) through torch_supa; BCCL collectives",
 )

@@ -11,7 +11,7 @@ SPEC = BackendSpec.for_device_module(
     accelerator="accelhal_backends.xpu.accelerator:XpuAccelerator",
     comm_backend="xccl",
     visible_devices_envs=("ZE_AFFINITY_MASK",),
-    hint="Install an XPU build of torch and Intel's GPU driver.",
+    hint="install an XPU build of torch and Intel's GPU driver",
     device_check_command="xpu-smi discovery",
     description="Intel GPUs through torch.xpu; XCCL collectives",
 )
