@@ -79,7 +79,7 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
         reason = f"{package} loads but {module}.{count}() is 0"
         compiled = getattr(device_module, "_is_compiled", None)  # torch.cuda/torch.xpu of a torch built without them
         if callable(compiled) and not compiled():
-            return Verdict.no_device(reason, hint=f"this torch is built without {module}. {hint}")
+            return Verdict.no_device(reason, hint=f"this torch is built without {module}: {hint}")
         return Verdict.no_device(reason)  # the runtime loaded: the hint on making it load does not apply
     return Verdict.available(f"{devices} device(s) visible to {module}")
 
