@@ -91,7 +91,9 @@ def test_backend_through_the_adapter_has_every_deepspeed_member(ds: Any, backend
             problems.extend(_argument_problems(name, member, getattr(cls, name)))
     assert problems == [], f"{cls.__qualname__}: {problems}"
     # the members the adapter answers itself, from DeepSpeed's files for the device
-    assert adapter.op_builder_dir().startswith(("deepspeed.ops.op_builder", "accelhal.ops"))
+    assert adapter.op_builder_dir().startswith(
+        ("deepspeed.ops.op_builder", "accelhal.ops", "accelhal.compat.deepspeed")
+    )
     assert adapter.create_op_builder("NoSuchBuilder").is_compatible() is False
     assert adapter.get_op_builder("FusedAdamBuilder") is not None
     assert adapter.visible_devices_envs()[0]
