@@ -503,7 +503,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
         Where the backend cannot page-lock (cpu), ``make_copy=True`` returns ``tensor`` itself.
         """
-        if not isinstance(tensor, torch.Tensor):  # inline: this is a hot path
+        if not isinstance(tensor, torch.Tensor):  # inline: the call costs only on the error path
             check_tensor(tensor, "pin_memory")
         if make_copy:
             return self._torch_pin_memory(tensor)

@@ -89,8 +89,11 @@ def _parameter_names(func: Callable[..., Any]) -> tuple[str, ...]:
     A validated class has ~80 members; reading ``__code__`` costs a microsecond where
     ``inspect.signature`` costs tens, and this runs on the first ``get_accelerator()``.
     """
+    declared = getattr(func, "__signature__", None)
+    if isinstance(declared, inspect.Signature):  # a declared signature is what inspect.signature returns
+        return tuple(declared.parameters)
     code = getattr(func, "__code__", None)
-    if code is None or hasattr(func, "__wrapped__") or hasattr(func, "__signature__"):
+    if code is None or hasattr(func, "__wrapped__") or declared is not None:
         return tuple(inspect.signature(func).parameters)
     positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
     names = list(code.co_varnames[:positional])
