@@ -202,6 +202,8 @@ class Floor:
     def is_synchronized_device(self):
         return {sync!r}
     def pin_memory(self, tensor, make_copy=True, match_shape=True):
+        if not isinstance(tensor, torch.Tensor):  # the contract refuses anything else, naming the member
+            raise TypeError("pin_memory takes a torch.Tensor")
         if make_copy:
             return {pinned_copy}
         return torch.empty(tensor.shape if match_shape else tensor.numel(), dtype=tensor.dtype, pin_memory=True)

@@ -210,3 +210,20 @@ def test_info_is_json_serialisable(cpu: Accelerator) -> None:
     assert "float32" in info.dtypes and info.comm_backend == "gloo"
     assert info.devices[0].total_memory == cpu.total_memory()
     assert '"name":"cpu"' in info.model_dump_json()
+
+
+def test_bad_arguments_name_the_member_and_the_value() -> None:
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    cpu = CpuAccelerator()
+    with pytest.raises(TypeError, match=r"pin_memory takes a torch.Tensor, got list: \[1, 2\]"):
+        cpu.pin_memory([1, 2])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on_accelerator takes a torch.Tensor, got None"):
+        cpu.on_accelerator(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="manual_seed takes an int seed, got str: 'abc'"):
+        cpu.manual_seed("abc")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="get_op_builder takes an op builder's class name"):
+        cpu.get_op_builder(None)  # type: ignore[arg-type]
+    for call in (lambda: cpu.device_name(99), lambda: cpu.memory_allocated(5), lambda: cpu.synchronize(7)):
+        with pytest.raises(ValueError, match="out of range: device_count\\(\\) is"):
+            call()

@@ -243,9 +243,9 @@ class CpuAccelerator(Accelerator):
     # -------------------------------------------------------------- pinning: nothing to page-lock for
     def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
         """``tensor`` itself with ``make_copy=True`` (nothing to page-lock for); else a fresh host buffer."""
-        if make_copy:
+        if make_copy and isinstance(tensor, torch.Tensor):
             return tensor
-        return super().pin_memory(tensor, make_copy, match_shape)
+        return super().pin_memory(tensor, make_copy, match_shape)  # refuses a non-tensor, naming the member
 
     def _torch_pin_memory(self, tensor: torch.Tensor) -> torch.Tensor:
         """The tensor itself: there is no device to page-lock host memory for."""
