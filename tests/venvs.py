@@ -15,8 +15,6 @@ every use.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -25,8 +23,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
+
+from tests.locks import locked
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -76,17 +75,6 @@ def _accelhal_dependencies() -> list[str]:
     return [r for r in importlib.metadata.requires("accelhal") or [] if "extra ==" not in r]
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f"{path.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the kernel if this process dies
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
     """A real venv: each of ``steps`` is one ``pip install`` of requirements; returns its python.
 
@@ -99,7 +87,7 @@ def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
     root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
     path = root / f"venv-{name}-{key}"
     python = path / "bin" / "python"
-    with _locked(path):
+    with locked(path):
         if not (path / _COMPLETE).is_file():
             shutil.rmtree(path, ignore_errors=True)  # an earlier build that did not finish
             run([sys.executable, "-m", "venv", "--without-pip", str(path)])

@@ -26,8 +26,6 @@ for :func:`autoload` (a ``torch.backends`` entry point, as vendors install),
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -35,10 +33,11 @@ import shutil
 import sys
 import sysconfig
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from tests.locks import locked
 
 SOURCE = Path(__file__).resolve().parent / "csrc" / "testdev.cpp"
 LIBRARY_NAME = "accelhal_testdev"
@@ -92,17 +91,6 @@ def _finished(directory: Path) -> Path | None:
         return None
 
 
-@contextlib.contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    with open(directory.parent / f"{directory.name}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)  # released by the kernel if this process dies
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _build(directory: Path) -> Path:
     from torch.utils import cpp_extension
 
@@ -135,7 +123,7 @@ def library() -> tuple[Path, bool]:
     found = _finished(directory)
     if found is not None:
         return found, False
-    with _locked(directory):
+    with locked(directory):
         found = _finished(directory)  # another process built it while this one waited
         if found is not None:
             return found, False
@@ -152,7 +140,7 @@ def _load_library() -> None:
     try:
         load_library(str(path))
     except OSError:  # intact bytes that still do not load (a changed system library): build afresh
-        with _locked(path.parent):
+        with locked(path.parent):
             (path.parent / MANIFEST).unlink(missing_ok=True)
             _build(path.parent)
 
