@@ -27,30 +27,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import warnings
 from collections.abc import Sequence
 
 from accelhal._version import __version__
 from accelhal.cli import check, doctor, explain, info, listing, schema
+from accelhal.cli.warnings_filter import hide_torch_numpy_warning
 
 USAGE_ERROR = 2
 """Exit status of a user mistake (as argparse uses for a bad command line)."""
-
-TORCH_NUMPY_WARNING = r"Failed to initialize NumPy: No module named 'numpy'"
-"""The start of the warning torch gives at ``import torch`` when numpy is not installed.
-
-numpy is optional for torch (its CPU wheel does not depend on it) and accelhal never uses
-it, so on a fresh install this warning says nothing about the machine: the command hides
-exactly this one (:func:`hide_torch_numpy_warning`). A numpy that is installed but fails
-to load warns with another message, which stays visible. Programs that import torch
-without numpy still get the warning: accelhal, the library, changes no warning filter.
-"""
-
-
-def hide_torch_numpy_warning() -> None:
-    """Ignore torch's warning that numpy is not installed (only that one: :data:`TORCH_NUMPY_WARNING`)."""
-    warnings.filterwarnings("ignore", message=TORCH_NUMPY_WARNING, category=UserWarning)
-
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),

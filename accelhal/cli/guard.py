@@ -86,7 +86,7 @@ def child_main() -> None:
     """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines)."""
     import logging
 
-    from accelhal.cli import hide_torch_numpy_warning
+    from accelhal.cli.warnings_filter import hide_torch_numpy_warning
     from accelhal.plugins import STEP_LOGGER
 
     hide_torch_numpy_warning()  # its stderr is quoted as a crashing plugin's last output
