@@ -145,7 +145,9 @@ SKIPS = {
 
 def test_the_conformance_kit_passes_with_every_skip_explained(tmp_path: Path) -> None:
     write_autoload_distribution(tmp_path, "testdev")
-    checked = run_accelhal(tmp_path, "--verbose", "check", "testdev", "--json", "--", "-rs")  # pytest's summary on stderr
+    checked = run_accelhal(
+        tmp_path, "--verbose", "check", "testdev", "--json", "--", "-rs"
+    )  # pytest's summary on stderr
     summary = json.loads(checked.stdout)
     assert summary["exit_code"] == 0 and summary["failed"] == 0 and summary["errors"] == 0, summary["failures"]
     assert summary["passed"] > 200
