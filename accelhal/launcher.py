@@ -37,13 +37,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence, Sized
-from dataclasses import dataclass
 from typing import cast
 
+from accelhal._record import record
 from accelhal.errors import DistributedSetupError
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launcher:
     """Which variables one kind of launcher sets (the first present name of each tuple is read)."""
 
@@ -78,7 +78,7 @@ LAUNCHERS: tuple[Launcher, ...] = (
 _SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LaunchEnv:
     """Where this process stands in a launched job, read from one launcher's variables.
 

@@ -270,3 +270,51 @@ def test_name_conflict_raises_under_strict_mode(
     with pytest.raises(accelhal.PluginError, match="already registered by built-in") as info:
         accelhal.get_accelerator()
     assert info.value.stage == "conflict"
+
+
+def _shaped(hook: str) -> str:
+    """The ``acmeshape`` plugin of :func:`backend_plugin`, its hook declared as ``hook`` declares it."""
+    plain = backend_plugin("acmeshape")
+    declaration = plain[plain.index("@hookimpl") :]
+    body = declaration.replace("@hookimpl\ndef accelhal_register_backends(register):", "def _register(register):")
+    return plain.replace(declaration, body + "\n" + hook)
+
+
+PLUGIN_SHAPES = {
+    "module, hook under another name (specname)": (
+        _shaped(
+            "@hookimpl(specname='accelhal_register_backends')\ndef contribute(register):\n    _register(register)\n"
+        ),
+        "acme_shape",
+    ),
+    "module, hook as a module-level staticmethod": (
+        _shaped("accelhal_register_backends = hookimpl(staticmethod(_register))\n"),
+        "acme_shape",
+    ),
+    "object with a hook method": (
+        _shaped(
+            "class Plugin:\n    @hookimpl\n    def accelhal_register_backends(self, register):\n"
+            "        _register(register)\n\nPLUGIN = Plugin()\n"
+        ),
+        "acme_shape:PLUGIN",
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(PLUGIN_SHAPES))
+def test_every_plugin_shape_pluggy_accepts_is_found(install_distribution: InstallDistribution, shape: str) -> None:
+    source, target = PLUGIN_SHAPES[shape]
+    install_distribution("acme-shape", {"acme_shape": source}, {"acmeshape": target})
+    assert accelhal.get_accelerator().name == "acmeshape"
+    assert not [f for f in accelhal.detect().failures if f.plugin == "acmeshape"]
+
+
+def test_a_module_attribute_that_is_not_a_hook_is_never_evaluated(install_distribution: InstallDistribution) -> None:
+    source = backend_plugin("acmelazy") + (
+        "\ndef __getattr__(name):\n    raise SystemExit('module __getattr__ evaluated for ' + name)\n"
+        "\nclass _Boom:\n    def __getattr__(self, name):\n        raise SystemExit('attribute evaluated: ' + name)\n"
+        "\nBOOM = _Boom()\n"
+    )
+    install_distribution("acme-lazy", {"acme_lazy": source}, {"acmelazy": "acme_lazy"})
+    assert accelhal.get_accelerator().name == "acmelazy"
+    assert not accelhal.detect().failures
