@@ -1,10 +1,10 @@
 """Small JSON files under accelhal's cache directory, read with suspicion and written atomically.
 
-The directory is ``$XDG_CACHE_HOME/accelhal`` (default ``~/.cache/accelhal``). A file
-is only a hint: :func:`read_json` answers ``None`` for anything it cannot trust (missing,
-unreadable, not JSON, not owned by the current user), and a writer that fails only costs
-the next process the work the file would have saved. Callers check what the data says
-against the world before using it.
+The directory is ``$XDG_CACHE_HOME/accelhal`` (default ``~/.cache/accelhal``; a relative
+``XDG_CACHE_HOME`` is ignored). A file is only a hint: :func:`read_json` answers ``None``
+for anything it cannot trust (missing, unreadable, not JSON, not owned by the current
+user), and a writer that fails only costs the next process the work the file would have
+saved. Callers check what the data says against the world before using it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from accelhal.settings import cache_home
+
 
 def cache_root() -> Path | None:
-    """accelhal's cache directory, or ``None`` when ``XDG_CACHE_HOME`` is not an absolute path."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """accelhal's cache directory (:func:`accelhal.settings.cache_home`), or ``None`` when the home is unknown."""
+    root = cache_home()
     return Path(root, "accelhal") if os.path.isabs(root) else None
 
 

@@ -23,7 +23,12 @@ larger than the world, a rank given without its size is an error. A
 :class:`~accelhal.errors.DistributedSetupError` names the variable and what would be right.
 
 Backends read their local placement with :func:`local_rank` and :func:`local_size`, which accept a
-local rank without a world (DeepSpeed's CPU convention) and DeepSpeed's ``LOCAL_SIZE``.
+local rank without a world (DeepSpeed's CPU convention) and DeepSpeed's ``LOCAL_SIZE``. One rule
+gives the local rank to both :func:`local_rank` and :func:`read_launch_env`: the launcher whose
+rank or size variable is set first (in the order above) is the one launching, and its own
+local-rank variable is read; another launcher's (a stray ``LOCAL_RANK`` beside Open MPI's
+ranks) is not. Only when no launcher set a rank does :func:`local_rank` take the first
+local-rank variable set, in the order of :data:`LOCAL_RANK_VARIABLES`.
 This module imports neither torch nor any other part of accelhal but its errors.
 
 >>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
@@ -36,7 +41,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence, Sized
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from accelhal._record import record
@@ -75,7 +80,7 @@ LAUNCHERS: tuple[Launcher, ...] = (
 )
 """The launchers :func:`read_launch_env` knows, in the order it tries them."""
 
-_SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+_SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$", re.ASCII)
 
 
 @record(frozen=True)
@@ -137,9 +142,9 @@ def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
     env = os.environ if environ is None else environ
     master_addr = _get(env, "MASTER_ADDR")
     master_port = _parse_port(env)
-    for launcher in LAUNCHERS:
-        if _first(env, launcher.rank) or _first(env, launcher.world_size):
-            return _read(env, launcher, master_addr, master_port)
+    launcher = _launching(env)
+    if launcher is not None:
+        return _read(env, launcher, master_addr, master_port)
     stray = _first(env, ("LOCAL_RANK", "LOCAL_WORLD_SIZE"))
     if stray:
         raise DistributedSetupError(
@@ -149,6 +154,11 @@ def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
             value=env[stray],
         )
     return LaunchEnv("none", 0, 1, 0, 1, master_addr, master_port)
+
+
+def _launching(env: Mapping[str, str]) -> Launcher | None:
+    """The first launcher whose rank or size variable is set, or ``None``."""
+    return next((la for la in LAUNCHERS if _first(env, la.rank) or _first(env, la.world_size)), None)
 
 
 def _read(env: Mapping[str, str], launcher: Launcher, addr: str | None, port: int | None) -> LaunchEnv:
@@ -215,7 +225,7 @@ def _required(env: Mapping[str, str], launcher: Launcher, names: tuple[str, ...]
 
 def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
     raw = env[name].strip()
-    if not raw.isdigit() or int(raw) < minimum:
+    if not _is_digits(raw) or int(raw) < minimum:
         kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         raise DistributedSetupError(
             f"{name} must be {kind} as set by a launcher, got {raw!r}", variable=name, value=raw
@@ -223,11 +233,16 @@ def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
     return int(raw)
 
 
+def _is_digits(raw: str) -> bool:
+    """True for ASCII digits only: ``str.isdigit`` also accepts ``"²"``, which ``int`` rejects."""
+    return raw.isascii() and raw.isdigit()
+
+
 def _parse_port(env: Mapping[str, str]) -> int | None:
     raw = _get(env, "MASTER_PORT")
     if raw is None:
         return None
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
+    if not _is_digits(raw) or not 0 < int(raw) < 65536:
         raise DistributedSetupError(
             f"MASTER_PORT must be a TCP port number between 1 and 65535, got {raw!r}", variable="MASTER_PORT", value=raw
         )
@@ -299,37 +314,50 @@ LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
 def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
     """The process's index on its node and the variable it came from; ``None`` when no launcher set one.
 
-    ``LOCAL_RANK`` (torch's, and what :func:`accelhal.distributed.init_process_group` exports
-    for the other launchers) is read on every call; the other launchers' variables, which a
-    launcher sets before the process starts, are read again only when the environment gains
-    or loses a variable. This runs on every ``current_device()`` of the cpu backend.
+    The variable is the launching launcher's (the one :func:`read_launch_env` reads), else the
+    first of :data:`LOCAL_RANK_VARIABLES` that is set. For ``os.environ`` the answer is kept
+    until one of the variables it depends on changes value: this runs on every
+    ``current_device()`` of the cpu backend.
 
     >>> local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2"})
     (2, 'OMPI_COMM_WORLD_LOCAL_RANK')
+    >>> local_rank({"LOCAL_RANK": "0", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2",
+    ...             "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
+    (1, 'OMPI_COMM_WORLD_LOCAL_RANK')
     """
-    env = _ENVIRON if environ is None else environ
-    raw = env.get("LOCAL_RANK")
-    if raw is not None and raw.strip():
-        return _parse_int(env, "LOCAL_RANK", minimum=0), "LOCAL_RANK"
+    global _local_rank_memo
     if environ is not None:
-        return _other_local_rank(env)
-    size = len(_ENVIRON_DATA)
-    if _other_memo[0] != size:
-        _other_memo[:] = [size, _other_local_rank(_ENVIRON)]
-    return cast("tuple[int, str] | None", _other_memo[1])
+        return _read_local_rank(environ)
+    key = tuple(map(_ENVIRON_GET, _LOCAL_RANK_KEYS))
+    last_key, found = _local_rank_memo
+    if key != last_key:
+        found = _read_local_rank(_ENVIRON)
+        _local_rank_memo = (key, found)
+    return found
+
+
+def _read_local_rank(env: Mapping[str, str]) -> tuple[int, str] | None:
+    launcher = _launching(env)
+    name = _first(env, LOCAL_RANK_VARIABLES if launcher is None else launcher.local_rank)
+    return None if name is None else (_parse_int(env, name, minimum=0), name)
 
 
 _ENVIRON = os.environ
-_ENVIRON_DATA: Sized = getattr(os.environ, "_data", os.environ)
-"""``os.environ``'s own dict: its length is a C call (``len(os.environ)`` runs Python code)."""
+_ENVIRON_GET = cast("Callable[[object], object]", getattr(os.environ, "_data", os.environ).get)
+"""``os.environ``'s own dict's ``get``: a C call (``os.environ.get`` runs Python code)."""
 
-_other_memo: list[object] = [-1, None]
-"""``[the number of environment variables, the other launchers' local rank]`` when last read."""
+_LOCAL_RANK_KEYS: tuple[object, ...] = tuple(
+    map(
+        getattr(os.environ, "encodekey", str) if hasattr(os.environ, "_data") else str,
+        dict.fromkeys(
+            [*(v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)), *LOCAL_RANK_VARIABLES]
+        ),
+    )
+)
+"""The variables :func:`local_rank` depends on, as keys of ``os.environ``'s own dict."""
 
-
-def _other_local_rank(env: Mapping[str, str]) -> tuple[int, str] | None:
-    name = _first(env, LOCAL_RANK_VARIABLES[1:])
-    return None if name is None else (_parse_int(env, name, minimum=0), name)
+_local_rank_memo: tuple[tuple[object, ...], tuple[int, str] | None] = ((), None)
+"""``(the values of those variables, the local rank)`` when last read from ``os.environ``."""
 
 
 def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:

@@ -1,9 +1,10 @@
 """Every environment variable accelhal reads, listed in one table; accelhal's own parsed and validated here.
 
 :data:`VARIABLES` is the single table of variables (the documentation's variable page
-is generated from it); :meth:`Settings.from_environ` parses them all and raises
-:class:`~accelhal.ConfigurationError` naming the variable, the value and what would be
-accepted. Parsing is plain Python, not pydantic, because it runs on the path of the
+is generated from it), but each backend's visible-devices variables, from its spec
+(``BackendSpec.visible_devices_envs``). :meth:`Settings.from_environ` parses accelhal's own
+and raises :class:`~accelhal.ConfigurationError` naming the variable, the value and what
+would be accepted. Parsing is plain Python, not pydantic, because it runs on the path of the
 first ``get_accelerator()`` call, whose cost must stay negligible next to ``import torch``.
 
 Example::
@@ -135,9 +136,46 @@ VARIABLES += (
         "XDG_CACHE_HOME",
         "directory",
         "~/.cache",
-        "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset).",
+        "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset); "
+        "a relative value is ignored, as the XDG Base Directory specification says.",
+    ),
+    Variable(
+        "HOME", "directory", "the user's", "Where ~ points: the caches' base (~/.cache) when XDG_CACHE_HOME is not set."
     ),
     Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
+    Variable("CC", "command", "unset", "The C compiler an op build may use; part of each build's cache key."),
+    *(
+        Variable(name, "flags", "unset", f"{meaning}; part of the cache key of DeepSpeed's op builds (the adapter).")
+        for name, meaning in (
+            ("CFLAGS", "Flags of C compilations"),
+            ("CXXFLAGS", "Flags of C++ compilations"),
+            ("LDFLAGS", "Flags of the link"),
+        )
+    ),
+    Variable(
+        "CUDA_HOME",
+        "directory",
+        "torch's search",
+        "torch's own: the CUDA toolkit op builds compile with; part of the cache key of cuda and DeepSpeed op builds.",
+    ),
+    Variable(
+        "ROCM_HOME",
+        "directory",
+        "torch's search",
+        "torch's own: the ROCm toolkit op builds compile with; part of the cache key of DeepSpeed's op builds.",
+    ),
+    Variable(
+        "NVCC_APPEND_FLAGS",
+        "flags",
+        "unset",
+        "nvcc's own: flags added to every nvcc call; part of the cache key of the cuda backend's op builds.",
+    ),
+    Variable(
+        "DS_BUILD_OPS",
+        "boolean",
+        "unset",
+        "DeepSpeed's: which ops its installation pre-built; part of the cache key of DeepSpeed's op builds.",
+    ),
     Variable(
         "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
     ),
@@ -180,7 +218,7 @@ VARIABLES += (
 )
 
 ALL_VARIABLES: tuple[str, ...] = tuple(v.name for v in VARIABLES)
-"""The name of every environment variable accelhal reads."""
+"""The name of every variable accelhal reads, but each backend's visible-devices variables, from its spec."""
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
@@ -277,8 +315,11 @@ class Settings:
         )
 
 
-RELEVANT_VARIABLES: tuple[str, ...] = ALL_VARIABLES
-"""Variables copied into every detection report (plus each backend's visible-devices variables)."""
+RELEVANT_VARIABLES: tuple[str, ...] = tuple(name for name in ALL_VARIABLES if name != "HOME")
+"""Variables copied into every detection report (plus each backend's visible-devices variables).
+
+Not ``HOME``: it decides nothing a report explains, and names the user in reports pasted into issues.
+"""
 
 
 def parse_seconds(variable: str, raw: str | None, default: float) -> float:
@@ -296,6 +337,20 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
             value=raw,
         )
     return value
+
+
+def cache_home(environ: Mapping[str, str] | None = None) -> str:
+    """The base of accelhal's caches: ``XDG_CACHE_HOME``, else ``~/.cache``.
+
+    A relative or blank ``XDG_CACHE_HOME`` is ignored, as the XDG Base Directory
+    specification says. The answer is relative only when the home directory is unknown.
+
+    >>> cache_home({"XDG_CACHE_HOME": "/var/cache/me"}), cache_home({"XDG_CACHE_HOME": "rel"}) == cache_home({})
+    ('/var/cache/me', True)
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get("XDG_CACHE_HOME") or "").strip()
+    return raw if os.path.isabs(raw) else os.path.join(os.path.expanduser("~"), ".cache")
 
 
 @record(frozen=True)
@@ -317,8 +372,7 @@ class OpsSettings:
         env = os.environ if environ is None else environ
         cache = (env.get("ACCELHAL_OPS_CACHE") or "").strip()
         if not cache:
-            base = (env.get("XDG_CACHE_HOME") or "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-            cache = os.path.join(base, "accelhal", "ops")
+            cache = os.path.join(cache_home(env), "accelhal", "ops")
         return cls(
             cache=os.path.abspath(os.path.expanduser(cache)),
             lock_timeout=parse_seconds("ACCELHAL_OPS_LOCK_TIMEOUT", env.get("ACCELHAL_OPS_LOCK_TIMEOUT"), 1800.0),

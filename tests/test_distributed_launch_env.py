@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
 
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.launcher import LAUNCHERS, read_launch_env
+from accelhal.launcher import LAUNCHERS, local_rank, local_size, read_launch_env
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
 
@@ -114,6 +115,14 @@ def _error(env: dict[str, str]) -> DistributedSetupError:
         ({**TORCHRUN, "WORLD_SIZE": "0"}, "WORLD_SIZE", ["WORLD_SIZE must be an integer >= 1", "'0'"]),
         ({**TORCHRUN, "RANK": "-1"}, "RANK", ["RANK must be a non-negative integer", "'-1'"]),
         ({**TORCHRUN, "MASTER_PORT": "70000"}, "MASTER_PORT", ["between 1 and 65535", "'70000'"]),
+        ({**TORCHRUN, "LOCAL_RANK": "²"}, "LOCAL_RANK", ["LOCAL_RANK must be a non-negative integer", "'²'"]),
+        ({**TORCHRUN, "WORLD_SIZE": "٤"}, "WORLD_SIZE", ["WORLD_SIZE must be an integer >= 1", "'٤'"]),
+        ({**TORCHRUN, "MASTER_PORT": "²"}, "MASTER_PORT", ["between 1 and 65535", "'²'"]),
+        (
+            {"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "٤"},
+            "SLURM_NTASKS_PER_NODE",
+            ["such as '4' or '4(x2),2'"],
+        ),
         (
             {"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_LOCALID": "0", "SLURM_NTASKS_PER_NODE": "2,x"},
             "SLURM_NTASKS_PER_NODE",
@@ -131,3 +140,96 @@ def test_bad_launch_environment_names_the_variable(env: dict[str, str], variable
     assert err.variable == variable
     for word in words:
         assert word in str(err)
+
+
+@pytest.mark.parametrize("value", ["x", "²", "٣"])
+@pytest.mark.parametrize("variable", ["LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"])
+def test_a_local_rank_that_is_not_ascii_digits_names_the_variable(variable: str, value: str) -> None:
+    """``str.isdigit`` takes ``"²"`` and ``int`` refuses it: both read the same as ``"x"``."""
+    with pytest.raises(DistributedSetupError, match=f"{variable} must be a non-negative integer") as info:
+        local_rank({variable: value})
+    assert info.value.variable == variable
+    with pytest.raises(DistributedSetupError, match="LOCAL_SIZE must be an integer >= 1"):
+        local_size({"LOCAL_SIZE": value})
+
+
+def _run_on_cpu(code: str, **variables: str) -> str:
+    """``code`` in a fresh interpreter on the cpu backend, with no launcher variable but ``variables``."""
+    import subprocess
+
+    from accelhal.launcher import LAUNCHER_VARIABLES
+
+    dropped = ("ACCELHAL_", "DS_ACC", *LAUNCHER_VARIABLES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+    env.update(ACCELHAL_ACCELERATOR="cpu", **variables)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_cpu_backends_current_device_names_a_non_ascii_local_rank() -> None:
+    code = (
+        "import accelhal\n"
+        "from accelhal.errors import DistributedSetupError\n"
+        "try:\n"
+        "    accelhal.get_accelerator().current_device()\n"
+        "except DistributedSetupError as exc:\n"
+        "    print(exc.variable, '|', exc)\n"
+    )
+    out = _run_on_cpu(code, LOCAL_RANK="²")
+    assert out.startswith("LOCAL_RANK | LOCAL_RANK must be a non-negative integer"), out
+
+
+CHANGES = """
+import os, accelhal
+from accelhal.errors import ConfigurationError
+acc = accelhal.get_accelerator()
+def show():
+    try:
+        print(acc.current_device())
+    except ConfigurationError as exc:
+        print(exc.variable, exc.value)
+show()
+os.environ["OMPI_COMM_WORLD_LOCAL_RANK"] = "1"; show()
+del os.environ["OMPI_COMM_WORLD_LOCAL_RANK"]; os.environ["SLURM_LOCALID"] = "3"; show()
+os.environ["SLURM_LOCALID"] = "9"; show()
+os.environ["SLURM_LOCALID"] = " "; show()
+"""
+
+
+def test_the_cpu_backend_follows_each_change_of_a_launchers_local_rank() -> None:
+    """Changes that keep the number of variables (a value, one variable for another) are seen too."""
+    out = _run_on_cpu(CHANGES, LOCAL_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="0")
+    assert out.split("\n") == ["0", "1", "3", "SLURM_LOCALID 9", "0", ""]
+
+
+AGREEMENT = """
+import accelhal
+from accelhal.launcher import local_rank, read_launch_env
+print(accelhal.get_accelerator().current_device(), local_rank(), read_launch_env().local_rank)
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"LOCAL_RANK": "0", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
+            {"OMPI_COMM_WORLD_LOCAL_RANK": "1"},
+        ),
+        ({"MPI_LOCALRANKID": "0", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, {"SLURM_LOCALID": "1"}),
+        ({"OMPI_COMM_WORLD_LOCAL_RANK": "0", "PMI_RANK": "1", "PMI_SIZE": "2"}, {"SLURM_LOCALID": "1"}),
+    ],
+    ids=["openmpi-not-LOCAL_RANK", "slurm-not-MPI_LOCALRANKID", "pmi-not-OMPI_COMM_WORLD_LOCAL_RANK"],
+)
+def test_local_rank_is_the_launching_launchers_as_read_launch_env_reads_it(
+    env: dict[str, str], expected: dict[str, str]
+) -> None:
+    """Another launcher's local-rank variable does not override the one of the launcher that set the rank."""
+    both = {**env, **expected}
+    [(variable, value)] = expected.items()
+    assert local_rank(both) == (int(value), variable)
+    assert read_launch_env(both).local_rank == int(value)
+    assert read_launch_env(both).variable("local_rank") == variable
+    out = _run_on_cpu(AGREEMENT, LOCAL_WORLD_SIZE="2", **both)
+    assert out.split() == [value, f"({value},", f"'{variable}')", value]

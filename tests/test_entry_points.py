@@ -145,13 +145,35 @@ def test_a_damaged_cache_file_is_ignored_and_replaced(cache_home: Path, site: Pa
     assert json.loads(path.read_text())["directories"]
 
 
-def test_an_unwritable_cache_directory_only_costs_a_scan(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/not/allowed")
+def test_an_unwritable_cache_directory_only_costs_a_scan(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file" / "cache"))
     make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
-    assert not Path("relative").exists()
+    assert as_tuples(find("accelhal")) == reference("accelhal")
+
+
+@pytest.mark.parametrize("value", ["relative/cache", " "])
+def test_a_relative_or_blank_xdg_cache_home_is_ignored(
+    value: str, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the XDG Base Directory specification says: both caches go to ``~/.cache`` instead."""
+    from accelhal.settings import OpsSettings
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", value)
+    monkeypatch.chdir(tmp_path)
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    age(site)
+    importlib.invalidate_caches()
+    assert as_tuples(find("accelhal")) == reference("accelhal")
+    assert len(cache_files(tmp_path / "home" / ".cache")) == 1
+    assert OpsSettings.from_environ().cache == str(tmp_path / "home" / ".cache" / "accelhal" / "ops")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "site"]
 
 
 def test_the_cache_directory_keeps_only_the_most_recent_files(cache_home: Path, site: Path) -> None:

@@ -170,14 +170,35 @@ def test_each_identity_fact_is_written_once_in_its_package(spec: object) -> None
 
 
 def test_report_environment_and_settings_list_every_variable_read() -> None:
-    """Every variable named in a read of the environment in accelhal/ is listed in accelhal.settings."""
+    """Every variable accelhal/ or the built-in backends read is listed in accelhal.settings.
+
+    A read is ``environ.get("X")``, ``environ["X"]``, ``.setdefault("X"``, ``.pop("X"``,
+    ``"X" in environ``, ``getenv("X")``; a name an op builder's ``key_environment`` or a
+    ``KEY_ENVIRONMENT`` tuple lists (its value enters the cache key); ``HOME`` where ``~`` is
+    expanded. Each backend's visible-devices variables come from its spec, not from the list.
+    """
+    import ast
     import re
 
-    from accelhal.settings import ALL_VARIABLES
+    import accelhal_backends
+    from accelhal.settings import ALL_VARIABLES, RELEVANT_VARIABLES
 
-    root = Path(accelhal.__file__).parent
-    pattern = re.compile(r"""(?:environ|env)(?:\.get\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']|getenv\(\s*["']([A-Z0-9_]+)""")
-    read = {a or b for path in root.rglob("*.py") for a, b in pattern.findall(path.read_text())}
-    assert read, "the scan found no reads at all"
+    name = r"""["']([A-Z][A-Z0-9_]+)["']"""
+    call = rf"""env(?:iron)?(?:\.get\(|\.setdefault\(|\.pop\(|\[)\s*{name}|getenv\(\s*{name}"""
+    pattern = re.compile(rf"""{call}|{name}\s+(?:not\s+)?in\s+[\w.]*env(?:iron)?\b""")
+    roots = [Path(accelhal.__file__).parent, Path(accelhal_backends.__file__).parent]
+    read: set[str] = set()
+    for path in (path for root in roots for path in root.rglob("*.py")):
+        source = path.read_text()
+        read.update(next(filter(None, groups)) for groups in pattern.findall(source))
+        for node in ast.walk(ast.parse(source)):
+            keys = isinstance(node, ast.FunctionDef) and node.name == "key_environment"
+            if keys or (isinstance(node, ast.Assign) and "ENVIRON" in ast.unparse(node.targets[0])):
+                strings = (c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                read.update(v for v in strings if re.fullmatch(r"[A-Z][A-Z0-9_]+", v))
+        if re.search(r"expanduser\(|Path\.home\(", source):
+            read.add("HOME")
+    assert {"TMPDIR", "DS_ALLOW_DEPRECATED_FP16", "DS_BUILD_OPS", "NVCC_APPEND_FLAGS", "HOME"} <= read, "a read unseen"
     assert sorted(read - set(ALL_VARIABLES)) == []
+    assert set(ALL_VARIABLES) - set(RELEVANT_VARIABLES) == {"HOME"}  # reports get pasted into issues
     assert json.dumps(list(ALL_VARIABLES))  # a plain list of names

@@ -1,15 +1,20 @@
 """The import graph of ``accelhal/``, function-local imports included, has no cycle.
 
 Imports under ``if TYPE_CHECKING:`` are excluded (they never run); a string naming an
-accelhal module counts as an import of it (lazy imports through ``importlib``). Importing
-``accelhal.a.b`` counts as an edge to ``accelhal.a.b`` only: a package's ``__init__`` is
-not an edge of every import below it (accelhal's ``__init__`` modules load lazily).
+accelhal module counts as an import of it (lazy imports through ``importlib.import_module``,
+``__import__`` and the packages' lazy tables). Importing ``accelhal.a.b`` is an edge to
+``accelhal.a.b`` and to ``accelhal.a``, whose ``__init__`` Python runs first, unless the
+importer is inside ``accelhal.a`` (then that ``__init__`` has run already).
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
+import re
 from pathlib import Path
+
+import pytest
 
 import accelhal
 
@@ -32,11 +37,29 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _calls_import_module(node: ast.Call) -> bool:
+_IMPORT_CALLS = {"import_module": ("name", "package"), "__import__": ("name", "globals")}
+"""The functions that import a module named by a string, with their first two parameters."""
+
+
+def _imported_by_call(node: ast.Call) -> str | None:
+    """The module ``importlib.import_module(...)`` or ``__import__(...)`` names by constants, else ``None``."""
     func = node.func
-    return (isinstance(func, ast.Attribute) and func.attr == "import_module") or (
-        isinstance(func, ast.Name) and func.id == "import_module"
-    )
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called not in _IMPORT_CALLS:
+        return None
+    given = [*zip(_IMPORT_CALLS[called], node.args, strict=False), *((k.arg, k.value) for k in node.keywords)]
+    strings = {k: v.value for k, v in given if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    name = strings.get("name", "")
+    if name.startswith(".") and "package" in strings:
+        name = importlib.util.resolve_name(name, strings["package"])
+    return name if name.startswith("accelhal") else None
+
+
+def _packages_run_first(target: str, importer: str) -> set[str]:
+    """The packages of ``target`` whose ``__init__`` importing it runs (those ``importer`` is not inside)."""
+    parts = target.split(".")
+    packages = {".".join(parts[:k]) for k in range(1, len(parts))}
+    return {p for p in packages if p in MODULES and importer != p and not importer.startswith(f"{p}.")}
 
 
 def _resolve(target: str) -> str | None:
@@ -45,9 +68,9 @@ def _resolve(target: str) -> str | None:
     return target or None
 
 
-def imports_of(name: str) -> set[str]:
-    """The accelhal modules ``name`` imports anywhere in its code, outside ``TYPE_CHECKING`` blocks."""
-    tree = ast.parse(MODULES[name].read_text())
+def imports_of(name: str, source: str | None = None) -> set[str]:
+    """The accelhal modules ``name`` (or ``source`` as its code) imports anywhere, outside ``TYPE_CHECKING`` blocks."""
+    tree = ast.parse(MODULES[name].read_text() if source is None else source)
     package = name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
@@ -67,14 +90,15 @@ def imports_of(name: str) -> set[str]:
                     target = _resolve(f"{base}.{alias.name}")
                     if target is not None:
                         found.add(target)
-        elif isinstance(node, ast.Dict) or (isinstance(node, ast.Call) and _calls_import_module(node)):
-            # a lazy import by name: importlib.import_module("accelhal.x"), the packages' lazy tables
-            values = node.values if isinstance(node, ast.Dict) else node.args
-            found.update(v.value for v in values if isinstance(v, ast.Constant) and v.value in MODULES)
+        elif isinstance(node, ast.Call) and (called := _imported_by_call(node)):
+            found.update(filter(None, [_resolve(called)]))
+        elif isinstance(node, ast.Dict):  # the packages' lazy tables: {"name": "accelhal.x"}
+            found.update(v.value for v in node.values if isinstance(v, ast.Constant) and v.value in MODULES)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
     visit(tree)
+    found.update(*(_packages_run_first(target, name) for target in list(found)))
     found.discard(name)
     return found
 
@@ -108,18 +132,94 @@ def test_the_walker_sees_function_local_imports_and_skips_type_checking() -> Non
     assert find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
+@pytest.mark.parametrize(
+    ("name", "source", "reached"),
+    [
+        ("accelhal.settings", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache", "accelhal.ops"}),
+        ("accelhal.settings", "import accelhal.ops.cache", {"accelhal.ops.cache", "accelhal.ops"}),
+        ("accelhal.ops.builder", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache"}),
+        ("accelhal.ops", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache"}),
+        ("accelhal.errors", "def f():\n    __import__('accelhal.selection')", {"accelhal.selection"}),
+        (
+            "accelhal.errors",
+            "import importlib\nimportlib.import_module(name='accelhal.selection')",
+            {"accelhal.selection"},
+        ),
+        (
+            "accelhal.errors",
+            "import importlib\nimportlib.import_module('.selection', 'accelhal')",
+            {"accelhal.selection"},
+        ),
+        ("accelhal.errors", "import importlib\nimportlib.import_module(f'accelhal.{x}')", set()),
+    ],
+)
+def test_the_walker_sees_parent_packages_and_imports_by_call(name: str, source: str, reached: set[str]) -> None:
+    """A package's ``__init__`` runs before its module, unless the importer is inside the package."""
+    assert imports_of(name, source) == reached
+
+
+def test_a_cycle_through_a_package_init_is_found() -> None:
+    """``accelhal/ops/__init__.py`` imports eagerly what imports the settings: settings cannot import ops."""
+    graph = {name: imports_of(name) for name in MODULES}
+    graph["accelhal.settings"] = imports_of(
+        "accelhal.settings", MODULES["accelhal.settings"].read_text() + "\nfrom accelhal.ops.cache import *\n"
+    )
+    assert find_cycle(graph) is not None
+
+
 def test_accelhal_has_no_import_cycle() -> None:
     graph = {name: imports_of(name) for name in MODULES}
     assert find_cycle(graph) is None
 
 
+def documented_layers() -> list[set[str]]:
+    """The layer list of ``docs/contributing.md``, lowest first: the modules each line names."""
+    text = (ROOT.parent / "docs" / "contributing.md").read_text()
+    block = text.split("```\n")[1]
+    names = (re.split(r", | -> ", line.split("  ")[0].strip()) for line in block.splitlines() if line.strip())
+    return [{f"accelhal.{name}" for name in line} for line in names]
+
+
+def layer_of(module: str, layers: list[set[str]]) -> int | None:
+    """The index of the line that places ``module`` (or the package it is in)."""
+    while module:
+        found = [i for i, layer in enumerate(layers) if module in layer]
+        if found:
+            return found[0]
+        module = module.rpartition(".")[0]
+    return None
+
+
+def test_every_module_is_in_the_documented_layers() -> None:
+    layers = documented_layers()
+    assert not [m for m in MODULES if m != "accelhal" and layer_of(m, layers) is None]
+
+
+def test_imports_point_down_the_documented_layers() -> None:
+    """No module imports one that ``docs/contributing.md`` lists on a later line."""
+    layers = documented_layers()
+    graph = {name: imports_of(name) for name in MODULES if name != "accelhal"}
+    up = {
+        (a, b)
+        for a, targets in graph.items()
+        for b in targets
+        if b != "accelhal" and (layer_of(b, layers) or 0) > (layer_of(a, layers) or 0)
+    }
+    assert not up
+
+
 def test_the_contract_imports_nothing_above_it() -> None:
-    """The contract's imports, transitively, never reach selection, the CLI, testing or compat."""
+    """The contract's imports, transitively, never reach a module the docs place above it."""
     graph = {name: imports_of(name) for name in MODULES}
-    reached, pending = set(), ["accelhal.contract"]
+    reached: set[str] = set()
+    pending = ["accelhal.contract"]
     while pending:
         for nxt in graph[pending.pop()] - reached:
             reached.add(nxt)
             pending.append(nxt)
-    above = {"accelhal.selection", "accelhal.cli", "accelhal.testing", "accelhal.compat", "accelhal.validation"}
+    layers = documented_layers()
+    contract = layer_of("accelhal.contract", layers)
+    assert contract is not None
+    above: set[str] = set().union(*layers[contract + 1 :])
+    assert {"accelhal.selection", "accelhal.cli", "accelhal.device_module", "accelhal.distributed"} <= above
     assert not {m for m in reached if m in above or m.startswith(tuple(f"{a}." for a in above))}

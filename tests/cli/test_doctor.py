@@ -32,6 +32,9 @@ def test_healthy_machine_exits_0() -> None:
         ({"ACCELHAL_ACCELERATOR": "tpu"}, "forced-unavailable", "known accelerators: "),
         ({"ACCELHAL_ACCELERATOR": "cpu", "DS_ACCELERATOR": "cuda"}, "override-conflict", "DS_ACCELERATOR='cuda'"),
         ({"ACCELHAL_STRICT": "maybe"}, "bad-variable", "ACCELHAL_STRICT='maybe'"),
+        ({"LOCAL_RANK": "²"}, "bad-variable", "LOCAL_RANK must be a non-negative integer as set by a launcher"),
+        ({"OMPI_COMM_WORLD_LOCAL_RANK": "²"}, "bad-variable", "OMPI_COMM_WORLD_LOCAL_RANK must be a non-negative"),
+        ({"LOCAL_SIZE": "²"}, "bad-variable", "LOCAL_SIZE must be an integer >= 1"),
     ],
 )
 def test_configuration_problems(env: dict[str, str], code: str, evidence: str) -> None:
