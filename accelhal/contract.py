@@ -65,7 +65,12 @@ class _AcceleratorMeta(abc.ABCMeta):
 
     def __setattr__(cls, name: str, value: Any) -> None:
         super().__setattr__(name, value)
-        if name in fast_paths.BAKED_ATTRIBUTES and cls is not Accelerator:
+        if name in fast_paths.BAKED_ATTRIBUTES:
+            fast_paths.rebake_tree(cls, Accelerator)
+
+    def __delattr__(cls, name: str) -> None:
+        super().__delattr__(name)
+        if name in fast_paths.BAKED_ATTRIBUTES:
             fast_paths.rebake_tree(cls, Accelerator)
 
 
@@ -119,6 +124,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         spec = cls.__dict__.get("spec")
         if isinstance(spec, BackendSpec):
             for attribute, value in _identity(spec).items():
+                _refuse_second_declaration(cls, spec, attribute, value)
                 type.__setattr__(cls, attribute, value)
         fast_paths.bake(cls, Accelerator)
 
@@ -127,6 +133,29 @@ class Accelerator(metaclass=_AcceleratorMeta):
         object.__setattr__(self, name, value)
         if name in fast_paths.BAKED_ATTRIBUTES:
             fast_paths.bake_instance(self, name, Accelerator)
+            if name == "device_type":
+                self._follow_device_type()
+
+    def __delattr__(self, name: str) -> None:
+        """Delete an attribute; the members it answered on this instance answer from the class again."""
+        object.__delattr__(self, name)
+        if name in fast_paths.BAKED_ATTRIBUTES:
+            fast_paths.unbake_instance(self, name)
+            if name == "device_type":
+                self._follow_device_type()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The instance's attributes without its baked members (pickling re-bakes them)."""
+        return fast_paths.unbaked_state(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore pickled attributes and re-bake the members that instance attributes answer."""
+        self.__dict__.update(state)
+        for name in fast_paths.BAKED_ATTRIBUTES & state.keys():
+            fast_paths.bake_instance(self, name, Accelerator)
+
+    def _follow_device_type(self) -> None:
+        """Called after ``device_type`` is assigned or deleted on the instance: rebuild what derives from it."""
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
@@ -618,6 +647,21 @@ class Accelerator(metaclass=_AcceleratorMeta):
                 f"(on {self.device_name()}); supported backends are {supported}"
             )
         self._compile_backend = backend
+
+
+def _refuse_second_declaration(cls: type, spec: BackendSpec, attribute: str, value: object) -> None:
+    """Raise ``TypeError`` where ``cls`` or a base without a spec declares ``attribute`` otherwise than ``spec``."""
+    owner = next(klass for klass in cls.__mro__ if attribute in klass.__dict__)
+    if owner is Accelerator or (isinstance(owner.__dict__.get("spec"), BackendSpec) and owner is not cls):
+        return
+    declared = owner.__dict__[attribute]
+    if isinstance(value, tuple) and isinstance(declared, list):
+        declared = tuple(declared)
+    if declared != value:
+        raise TypeError(
+            f"{owner.__qualname__}.{attribute} is {declared!r} but the spec {spec.name!r} of {cls.__qualname__} "
+            f"says {value!r}; declare a backend's identity once, in its spec"
+        )
 
 
 def _identity(spec: BackendSpec) -> dict[str, object]:

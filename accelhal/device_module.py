@@ -185,8 +185,7 @@ class DeviceModuleAccelerator(Accelerator):
             ) from exc
         self._m: Any = module
         self._rng: Any = module if self._rng_namespace is None else getattr(module, self._rng_namespace)
-        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
-        self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
+        self._follow_device_type()
         self._found = {name: callable(getattr(module, name, None)) for name in LOOKED_FOR}
         graph_class = self._graph_class or f"{self.device_type.upper()}Graph"
         self._graph: Any = getattr(module, graph_class, None) if self._found["graph"] else None
@@ -222,6 +221,11 @@ class DeviceModuleAccelerator(Accelerator):
         return {self._vendor_package: str(getattr(package, "__version__", "unknown"))}
 
     # ------------------------------------------------------------------ devices
+    def _follow_device_type(self) -> None:
+        """Rebuild the per-index device names and ``torch.device`` objects for the current ``device_type``."""
+        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
+        self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
+
     def _indexed_device_name(self, device_index: int) -> str:
         """``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""
         return self._names[device_index]

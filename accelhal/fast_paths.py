@@ -94,13 +94,22 @@ def bake(cls: type, base: type) -> None:
     import torch
 
     for member, (attribute, template) in CONSTANT_MEMBERS.items():
-        if _is_baked_or_base(cls, base, member):
-            constant = _constant_member(getattr(base, member), getattr(cls, attribute), template)
-            constant.__qualname__ = f"{cls.__qualname__}.{member}"
-            type.__setattr__(cls, member, constant)
+        if not _is_baked_or_base(cls, base, member):
+            continue
+        if _is_descriptor(cls, attribute):  # a property answers per instance: the contract's own member reads it
+            type.__setattr__(cls, member, getattr(base, member))
+            continue
+        constant = _constant_member(getattr(base, member), getattr(cls, attribute), template)
+        constant.__qualname__ = f"{cls.__qualname__}.{member}"
+        type.__setattr__(cls, member, constant)
     for attribute, dtype_name in FACTORY_DTYPES.items():
         factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=cls.device_type)  # type: ignore[attr-defined]
         type.__setattr__(cls, attribute, factory)
+
+
+def _is_descriptor(cls: type, attribute: str) -> bool:
+    raw = next((klass.__dict__[attribute] for klass in cls.__mro__ if attribute in klass.__dict__), None)
+    return hasattr(type(raw), "__get__")
 
 
 def rebake_tree(cls: type, base: type) -> None:
@@ -127,3 +136,22 @@ def bake_instance(instance: Any, attribute: str, base: type) -> None:
         for factory_attribute, dtype_name in FACTORY_DTYPES.items():
             factory = functools.partial(torch.tensor, dtype=getattr(torch, dtype_name), device=value)
             object.__setattr__(instance, factory_attribute, factory)
+
+
+def unbake_instance(instance: Any, attribute: str) -> None:
+    """Drop what :func:`bake_instance` put on ``instance`` for ``attribute`` (just deleted from it)."""
+    for member, (source, _) in CONSTANT_MEMBERS.items():
+        if source == attribute and getattr(instance.__dict__.get(member), "_accelhal_constant", False):
+            del instance.__dict__[member]
+    if attribute == "device_type":
+        for factory_attribute in FACTORY_DTYPES:
+            instance.__dict__.pop(factory_attribute, None)
+
+
+def unbaked_state(state: dict[str, Any]) -> dict[str, Any]:
+    """``state`` (an instance's ``__dict__``) without the members and factories baked on the instance."""
+    return {
+        name: value
+        for name, value in state.items()
+        if name not in FACTORY_DTYPES and not getattr(value, "_accelhal_constant", False)
+    }

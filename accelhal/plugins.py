@@ -121,10 +121,10 @@ class Registry:
     """Plugins not imported because they do not concern the forced backend (see :meth:`load_deferred`)."""
 
     def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None, hint: str | None = None) -> None:
-        """Record a failure, or raise it under strict mode."""
+        """Record a failure; under strict mode, then raise it."""
+        self.failures.append(Failure(plugin, stage, detail, backend, hint))
         if self.strict:
             raise PluginError(plugin, stage, detail, hint=hint)
-        self.failures.append(Failure(plugin, stage, detail, backend, hint))
 
     def strict_error(self) -> PluginError | None:
         """Under strict mode, the error for the first failure of discovery; else ``None``."""

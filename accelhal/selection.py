@@ -13,13 +13,14 @@ backend, then fork, and the child can still use the device.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from accelhal import _record, plugins, torch_import
 from accelhal.errors import (
@@ -41,9 +42,11 @@ if TYPE_CHECKING:
     from accelhal.report import DetectionReport
 
 logger = logging.getLogger("accelhal")
+_T = TypeVar("_T")
 
 _active: Accelerator | None = None
 _decision: Decision | None = None
+_last_installed: Accelerator | None = None  # what the cached code returns; never set back to None
 _lock = threading.RLock()
 _selecting = threading.local()
 
@@ -72,7 +75,7 @@ class _Cached:
 
     @staticmethod
     def get_accelerator() -> Accelerator:
-        return _active  # type: ignore[return-value]  # installed only while _active is set
+        return _last_installed  # type: ignore[return-value]  # installed only once it is set
 
 
 _SELECTING_CODE = get_accelerator.__code__
@@ -112,13 +115,17 @@ def _install(instance: Accelerator | None, decision: Decision | None) -> None:
     function returning a module global (``benchmarks/hot_path.py``; the selecting body's extra
     comparison costs ~25%). Every caller holds the same function object, so swapping its
     code reaches all of them; ``inspect.getsource(get_accelerator)`` shows whichever body runs.
+    The cached code reads ``_last_installed``, which is never cleared: a call on another
+    thread that entered the cached code just before a reset returns the previous accelerator,
+    never ``None``.
     """
-    global _active, _decision
+    global _active, _decision, _last_installed
     if instance is None:
         get_accelerator.__code__ = _SELECTING_CODE  # first, so that every new call selects
         _active, _decision = None, decision
     else:
         _active, _decision = instance, decision
+        _last_installed = instance
         get_accelerator.__code__ = _CACHED_CODE
 
 
@@ -323,19 +330,45 @@ def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> V
     return verdict
 
 
-def _instantiate(registration: Registration, record: CandidateRecord) -> Accelerator:
-    """Import, validate and construct the backend's accelerator; raises PluginError on failure.
-
-    What it writes to stdout goes to stderr and is added to ``record``'s import output.
-    """
+def _capturing(record: CandidateRecord, step: Callable[[], _T]) -> _T:
+    """Run ``step``; what it writes to stdout goes to stderr and is added to ``record``'s import output."""
     try:
         with stdout_to_stderr() as printed:
-            return _construct(registration)
+            return step()
     finally:
         record.import_output += printed.text
 
 
+def _mark_invalid(reg: plugins.Registry, record: CandidateRecord, exc: PluginError) -> None:
+    """Record a backend whose class failed to load, validate or construct (raises under strict mode)."""
+    record.status, record.reason, record.hint = Status.INVALID, f"{exc.stage} failed: {exc.detail}", exc.hint
+    reg.fail(exc.plugin, exc.stage, exc.detail, record.name, exc.hint)
+
+
 def _construct(registration: Registration) -> Accelerator:
+    cls = _load_checked(registration)
+    spec = registration.spec
+    try:
+        instance: Accelerator = cls()
+    except plugins.PASSED_THROUGH:
+        raise
+    except BaseException as exc:
+        raise PluginError(
+            registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
+        ) from exc
+    from accelhal.validation import instance_identity_problems
+
+    problems = instance_identity_problems(spec, instance)
+    if problems:
+        raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
+    return instance
+
+
+def _load_checked(registration: Registration) -> type[Accelerator]:
+    """Import the backend's accelerator class and check it against the contract and its spec.
+
+    Raises :class:`~accelhal.PluginError` (stage ``import`` or ``validate``) naming what is wrong.
+    """
     spec = registration.spec
     plugins.announce_step("instantiate", registration.plugin, spec.name)
     try:
@@ -357,15 +390,7 @@ def _construct(registration: Registration) -> Accelerator:
         raise PluginError(
             registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems), hint=hint
         )
-    try:
-        instance: Accelerator = cls()
-    except plugins.PASSED_THROUGH:
-        raise
-    except BaseException as exc:
-        raise PluginError(
-            registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
-        ) from exc
-    return instance
+    return cls
 
 
 def _decide_forced(
@@ -385,9 +410,11 @@ def _decide_forced(
     if record.status is not Status.AVAILABLE:
         raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
     try:
-        instance = _instantiate(registration, record)
+        instance = _capturing(record, functools.partial(_construct, registration))
     except PluginError as exc:
         record.status, record.reason, record.hint = Status.INVALID, exc.detail, exc.hint
+        if settings.strict:
+            raise
         raise BackendUnavailableError(
             name, f"{exc.stage} failed: {exc.detail}", hint=exc.hint, requested_by=requested_by
         ) from exc
@@ -433,15 +460,15 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
             if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
                 raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")
             continue
-        if chosen is not None:
-            record.reason += f"; lower priority than {chosen.name!r}"
-            continue
         try:
-            chosen = _instantiate(registration, record)
+            if chosen is not None:  # not used, but its class must still be sound: a report shows no sham
+                _capturing(record, functools.partial(_load_checked, registration))
+                record.reason += f"; lower priority than {chosen.name!r}"
+                continue
+            chosen = _capturing(record, functools.partial(_construct, registration))
             chosen_record = record
         except PluginError as exc:
-            record.status, record.reason, record.hint = Status.INVALID, f"{exc.stage} failed: {exc.detail}", exc.hint
-            reg.fail(exc.plugin, exc.stage, exc.detail, record.name, exc.hint)  # raises under strict mode
+            _mark_invalid(reg, record, exc)  # raises under strict mode
     if chosen is None or chosen_record is None:
         fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
         why = f": {fallback.reason}" if fallback is not None else ""

@@ -167,6 +167,9 @@ class BackendSpec:
     _class_cache: list[type[Accelerator]] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        for name in ("requires", "visible_devices_envs", "export_envs"):  # a list is taken as the tuple it means
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         problems = list(self._problems())
         if problems:
             raise ValueError(f"invalid BackendSpec {self.name!r}: " + "; ".join(problems))

@@ -8,6 +8,7 @@ few hundred microseconds for a class of ~80 members.
 from __future__ import annotations
 
 import inspect
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -125,21 +126,55 @@ IDENTITY_ATTRIBUTES: dict[str, str] = {
     "device_type": "device_type",
     "comm_backend": "_communication_backend_name",
     "visible_devices_envs": "_visible_devices_envs",
+    "export_envs": "_export_envs",
 }
 """Spec field -> the class attribute that must agree with it."""
+
+IDENTITY_ANSWERS: dict[str, tuple[str, Callable[[Any], object]]] = {
+    "name": ("name", operator.attrgetter("name")),
+    "device_type": ("device_type", operator.attrgetter("device_type")),
+    "comm_backend": ("communication_backend_name()", operator.methodcaller("communication_backend_name")),
+    "visible_devices_envs": ("visible_devices_envs()", lambda acc: tuple(acc.visible_devices_envs())),
+    "export_envs": ("export_envs()", lambda acc: tuple(acc.export_envs())),
+}
+"""For each spec field, the member that answers it and how to read that answer from an instance."""
 
 
 def identity_problems(spec: BackendSpec, cls: type[Accelerator]) -> list[str]:
     """Every identity fact on which ``cls`` disagrees with the ``spec`` that registered it.
 
     For a spec named ``"fakedev"`` whose class says ``_name = "otherdev"``:
-    ``["spec name is 'fakedev' but OtherAccelerator._name is 'otherdev'"]``.
+    ``["spec name is 'fakedev' but OtherAccelerator._name is 'otherdev'"]``. An attribute
+    that is a descriptor (a property) is answered by instances: :func:`instance_identity_problems`.
     """
     problems = []
     for field_name, attribute in IDENTITY_ATTRIBUTES.items():
+        if hasattr(type(_class_attribute(cls, attribute)), "__get__"):
+            continue
         declared, answered = getattr(spec, field_name), getattr(cls, attribute, None)
         if isinstance(declared, tuple) and isinstance(answered, (list, tuple)):
             answered = tuple(answered)
         if declared != answered:
             problems.append(f"spec {field_name} is {declared!r} but {cls.__qualname__}.{attribute} is {answered!r}")
+    return problems
+
+
+def instance_identity_problems(spec: BackendSpec, accelerator: Accelerator) -> list[str]:
+    """Every identity fact on which a constructed ``accelerator`` answers differently from its ``spec``.
+
+    Catches what the class check cannot see: values set in ``__init__``, properties and
+    overridden members (``communication_backend_name()`` returning ``"mpi"`` under a spec
+    that says ``"gloo"``).
+    """
+    problems = []
+    owner = type(accelerator).__qualname__
+    for field_name, (member, answer) in IDENTITY_ANSWERS.items():
+        declared = getattr(spec, field_name)
+        try:
+            answered = answer(accelerator)
+        except Exception as exc:
+            problems.append(f"{owner}().{member} raised {type(exc).__name__}: {exc}")
+            continue
+        if declared != answered:
+            problems.append(f"spec {field_name} is {declared!r} but {owner}().{member} is {answered!r}")
     return problems

@@ -103,7 +103,7 @@ def test_cached_get_accelerator_is_exactly_a_global_read_and_its_source_says_so(
     accelhal.get_accelerator()
     assert [op for op, _ in _opcodes(selection.get_accelerator)] == [op for op, _ in _opcodes(_global_read)]
     source = inspect.getsource(selection.get_accelerator)
-    assert "def get_accelerator()" in source and "return _active" in source and "_select" not in source
+    assert "def get_accelerator()" in source and "return _last_installed" in source and "_select" not in source
     assert selection.get_accelerator.__name__ == "get_accelerator"
 
 

@@ -80,9 +80,13 @@ def resolve(config: pytest.Config, name: str | None) -> Accelerator:
     cache = config.stash.setdefault(_CACHE, {})
     if name not in cache:
         if name is None:
-            from accelhal.selection import get_accelerator
+            from accelhal import selection
 
-            cache[name] = get_accelerator()
+            saved = selection.snapshot()
+            try:
+                cache[name] = selection.get_accelerator()
+            finally:
+                selection.restore(saved)
         else:
             from accelhal.testing.switching import use_accelerator
 

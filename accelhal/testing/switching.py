@@ -17,6 +17,8 @@ def use_accelerator(accelerator: Accelerator | str) -> Iterator[Accelerator]:
     On exit the previously active accelerator *and* its selection decision are put back
     exactly, including "nothing selected yet". A name is resolved like
     :func:`accelhal.set_accelerator` resolves it (registered and available, else it raises).
+    The active accelerator is process-wide: blocks must nest (on one thread, or one thread
+    at a time); blocks that overlap without nesting restore each other's accelerator.
 
     Example::
 

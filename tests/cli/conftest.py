@@ -72,7 +72,16 @@ STAGED_PLUGINS = """
         register(BackendSpec(name="staged_nodev", device_type="stagedn", priority=600, probe=_no_device,
                              visible_devices_envs=("STAGED_VISIBLE_DEVICES",), **common))
         register(BackendSpec(name="staged_raises", device_type="stagedr", priority=500, probe=_raises, **common))
-        register(BackendSpec(name="staged_low", device_type="stagedl", priority=50, probe=_available, **common))
+        register(BackendSpec(name="staged_low", device_type="stagedl", priority=50, probe=_available,
+                             accelerator="staged_low_class:LowAccelerator"))
+"""
+
+STAGED_LOW_CLASS = """
+    from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+    class LowAccelerator(CpuAccelerator):  # available below cpu: its class is loaded and checked, never chosen
+        _name = "staged_low"
+        device_type = "stagedl"
 """
 
 STAGED_BLOCKABLE = """
@@ -90,7 +99,7 @@ def staged_path(install_distribution: Callable[..., Path]) -> str:
     """A directory holding the staged plugin distributions, for ``PYTHONPATH``."""
     dist_info = install_distribution(
         "staged-plugins",
-        {"staged_plugins": STAGED_PLUGINS, "staged_blockable": STAGED_BLOCKABLE},
+        {"staged_plugins": STAGED_PLUGINS, "staged_blockable": STAGED_BLOCKABLE, "staged_low_class": STAGED_LOW_CLASS},
         {"stagedplugins": "staged_plugins", "staged_blockme": "staged_blockable"},
     )
     install_distribution(

@@ -25,7 +25,7 @@ from accelhal.compat.deepspeed import backend_from_deepspeed
 
 SPEC = backend_from_deepspeed(
     "deepspeed.accelerator.cpu_accelerator:CPU_Accelerator",
-    name="dscpu", device_type="cpu", priority=50,
+    name="dscpu", device_type="cpu", priority=50, visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
     probe=lambda: Verdict.available("the host CPU, through DeepSpeed's CPU_Accelerator"),
 )
 
@@ -110,6 +110,21 @@ def test_a_deepspeed_class_passes_accelhals_contract_check(ds: Any, monkeypatch:
     assert isinstance(acc.deepspeed_accelerator, CPU_Accelerator)
 
 
+@pytest.mark.parametrize("value", ["x", "²"])
+def test_a_local_rank_deepspeed_cannot_read_is_a_contract_error(
+    ds: Any, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """DeepSpeed's cpu answers ``LOCAL_RANK`` unparsed: ``"²"`` (``isdigit`` but not ``int``) reads as ``"x"``."""
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    spec = backend_from_deepspeed(
+        CPU_Accelerator, name="dscpu3", device_type="cpu", priority=50, probe=lambda: Verdict.available("cpu")
+    )
+    monkeypatch.setenv("LOCAL_RANK", value)
+    with pytest.raises(ContractError, match=f"returned '{value}', not a device index"):
+        spec.load_class()().current_device()
+
+
 def test_wrapping_is_refused_for_what_is_not_a_deepspeed_accelerator(ds: Any) -> None:
     from accelhal_backends.cpu.accelerator import CpuAccelerator
 
@@ -126,3 +141,18 @@ def test_a_name_cannot_be_registered_for_two_deepspeed_classes() -> None:
         backend_from_deepspeed(
             "deepspeed.accelerator.cuda_accelerator:CUDA_Accelerator", name="dstwice", priority=1, probe=probe
         )
+
+
+def test_a_spec_that_misstates_what_deepspeeds_class_answers_is_named(ds: Any) -> None:
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    from accelhal.validation import instance_identity_problems
+
+    spec = backend_from_deepspeed(
+        CPU_Accelerator, name="dscpu4", device_type="cpu", priority=50, probe=lambda: Verdict.available("cpu")
+    )
+    problems = instance_identity_problems(spec, spec.load_class()())
+    assert problems == [
+        "spec visible_devices_envs is () but DeepSpeed_CPU_Accelerator().visible_devices_envs() is "
+        "('CUDA_VISIBLE_DEVICES',)"
+    ]

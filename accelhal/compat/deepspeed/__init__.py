@@ -154,7 +154,11 @@ def backend_from_deepspeed(
             device (DeepSpeed chose a backend as soon as its package imported).
         device_type: the ``torch.device`` type of its tensors; ``name`` when omitted.
         spec_options: further :class:`~accelhal.BackendSpec` fields (``comm_backend``,
-            ``visible_devices_envs``, ``requires``, ``replaces``, ``description``).
+            ``visible_devices_envs``, ``export_envs``, ``requires``, ``replaces``,
+            ``description``). The identity fields must say what an instance of
+            ``deepspeed_class`` answers (DeepSpeed's ``CPU_Accelerator``:
+            ``visible_devices_envs=("CUDA_VISIBLE_DEVICES",)``); selection checks that
+            they agree and names both values where they do not.
 
     The accelerator is a :class:`DeepSpeedBackedAccelerator`: every member is forwarded
     to an instance of ``deepspeed_class`` and normalised to accelhal's return types.

@@ -2,7 +2,8 @@
 
 :class:`DeepSpeedBackedAccelerator` forwards every contract member that DeepSpeed's
 ``DeepSpeedAccelerator`` also declares to an instance of the wrapped DeepSpeed class
-(constructed on first use, so selecting the backend initialises nothing) and gives each
+(constructed when selection asks it for its identity facts, which it checks against the
+spec; DeepSpeed's constructors initialise no device) and gives each
 answer accelhal's one return type: ``current_device()`` an ``int``, ``device()`` a
 ``torch.device``, ``stream()``/``capture_to_graph()`` a context manager, memory figures
 ``int``, flags ``bool``, names ``str``, lists ``list``. Members accelhal has and
@@ -123,6 +124,11 @@ class DeepSpeedBackedAccelerator(Accelerator):
     deepspeed_class: ClassVar[type[Any] | None] = None
     """The wrapped DeepSpeed accelerator class."""
 
+    # The wrapped instance answers these identity facts; selection checks its answers against the spec.
+    _communication_backend_name = property(lambda self: str(self.deepspeed_accelerator.communication_backend_name()))
+    _visible_devices_envs = property(lambda self: tuple(self.deepspeed_accelerator.visible_devices_envs()))
+    _export_envs = property(lambda self: tuple(self.deepspeed_accelerator.export_envs()))
+
     def __init__(self) -> None:
         """Create the accelerator; the DeepSpeed accelerator is constructed on first use."""
         super().__init__()
@@ -142,8 +148,8 @@ class DeepSpeedBackedAccelerator(Accelerator):
         value = self.deepspeed_accelerator.current_device()
         if isinstance(value, torch.device):
             return 0 if value.index is None else value.index
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
+        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+            return int(value)  # isdigit() alone takes "²", which int() rejects
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ContractError(f"{self.deepspeed_class!r}.current_device() returned {value!r}, not a device index")
