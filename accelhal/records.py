@@ -6,7 +6,7 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from accelhal._record import field, record
 from accelhal.spec import BackendSpec, Status
@@ -80,6 +80,23 @@ class CandidateRecord:
     visible_devices_envs: tuple[str, ...] = ()
     import_output: str = ""
     """What probing and importing the backend wrote to standard output (it went to standard error)."""
+
+    @classmethod
+    def of(cls, registration: Registration, status: Status, reason: str, **seen: Any) -> CandidateRecord:
+        """The record of ``registration``'s backend: its spec's identity, what was seen (``hint``, ...)."""
+        spec = registration.spec
+        return cls(
+            name=spec.name,
+            device_type=spec.device_type,
+            priority=spec.priority,
+            source=registration.plugin.source,
+            plugin=registration.plugin.name,
+            status=status,
+            reason=reason,
+            comm_backend=spec.comm_backend,
+            visible_devices_envs=spec.visible_devices_envs,
+            **seen,
+        )
 
 
 @record

@@ -287,18 +287,12 @@ def _run_probe(registration: Registration) -> CandidateRecord:
     hint = verdict.hint
     if verdict.status is Status.NO_DEVICE and not hint and spec.device_check_command:
         hint = f"check which devices the driver sees: {spec.device_check_command}"
-    return CandidateRecord(
-        name=spec.name,
-        device_type=spec.device_type,
-        priority=spec.priority,
-        source=registration.plugin.source,
-        plugin=registration.plugin.name,
-        status=verdict.status,
-        reason=verdict.reason,
+    return CandidateRecord.of(
+        registration,
+        verdict.status,
+        verdict.reason,
         hint=hint,
         probe_seconds=elapsed,
-        comm_backend=spec.comm_backend,
-        visible_devices_envs=spec.visible_devices_envs,
         import_output=printed.text,
     )
 
@@ -432,17 +426,7 @@ def _decide_forced(
 
 def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[CandidateRecord]:
     return [
-        CandidateRecord(
-            name=r.spec.name,
-            device_type=r.spec.device_type,
-            priority=r.spec.priority,
-            source=r.plugin.source,
-            plugin=r.plugin.name,
-            status=Status.NOT_PROBED,
-            reason=f"not probed: {requested_by} chose {chosen!r}",
-            comm_backend=r.spec.comm_backend,
-            visible_devices_envs=r.spec.visible_devices_envs,
-        )
+        CandidateRecord.of(r, Status.NOT_PROBED, f"not probed: {requested_by} chose {chosen!r}")
         for r in reg.ordered()
         if r.spec.name != chosen
     ]

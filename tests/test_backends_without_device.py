@@ -7,8 +7,10 @@ installed.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -19,19 +21,20 @@ from accelhal.selection import registry
 from accelhal.spec import Status
 from accelhal.validation import contract_problems
 
-EXPECTED = {
-    # name: (priority, comm backend, visible-devices variables)
-    "xpu": (900, "xccl", ("ZE_AFFINITY_MASK",)),
-    "npu": (800, "hccl", ("ASCEND_RT_VISIBLE_DEVICES",)),
-    "sdaa": (700, "tccl", ("SDAA_VISIBLE_DEVICES",)),
-    "mps": (600, "gloo", ()),
-    "hpu": (500, "hccl", ("HABANA_VISIBLE_MODULES",)),
-    "mlu": (400, "cncl", ("MLU_VISIBLE_DEVICES",)),
-    "supa": (350, "bccl", ("SUPA_VISIBLE_DEVICES",)),
-    "musa": (340, "mccl", ("MUSA_VISIBLE_DEVICES",)),
-    "cuda": (300, "nccl", ("CUDA_VISIBLE_DEVICES",)),
-    "cpu": (100, "gloo", ()),
-}
+BACKENDS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "backends.md"
+
+
+def _at_a_glance() -> dict[str, tuple[int, str, tuple[str, ...], tuple[str, ...]]]:
+    """The "At a glance" table of ``docs/backends.md``: name -> (priority, comm, visible, exports)."""
+    rows = {}
+    for line in BACKENDS_PAGE.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0].startswith("`") and cells[1].isdigit():
+            names = [tuple(re.findall(r"`([^`]+)`", cell)) for cell in cells]
+            rows[names[0][0]] = (int(cells[1]), names[4][0], names[5], names[6])
+    return rows
+
+
 TORCH_MODULES = ("cuda", "xpu", "mps")
 VENDOR_PACKAGES = {
     "npu": "torch_npu",
@@ -47,12 +50,14 @@ CPU_ONLY = "; CUDA flavour: none (CPU-only torch build)"  # the cuda probe names
 needs_no_gpu = pytest.mark.skipif(torch.cuda.device_count() > 0, reason="a CUDA device is visible")
 
 
-def test_builtins_are_registered_in_priority_order() -> None:
+def test_builtins_are_registered_in_priority_order_as_the_docs_say() -> None:
     reg = registry()
-    assert reg.names() == list(EXPECTED)
-    for name, (priority, comm, visible) in EXPECTED.items():
+    documented = _at_a_glance()
+    assert reg.names() == list(documented)
+    for name, (priority, comm, visible, exports) in documented.items():
         spec = reg.backends[name].spec
-        assert (spec.priority, spec.comm_backend, spec.visible_devices_envs) == (priority, comm, visible)
+        facts = (spec.priority, spec.comm_backend, spec.visible_devices_envs, spec.export_envs)
+        assert facts == (priority, comm, visible, exports), f"docs/backends.md disagrees with the {name} spec"
         assert reg.backends[name].plugin.builtin
         assert contract_problems(spec.load_class()) == []
 
@@ -95,8 +100,9 @@ def test_accelerator_without_a_device_answers_honestly(name: str) -> None:
     assert acc.supported_dtypes() == [torch.float32]
     assert acc.device(1) == torch.device(name, 1)
     assert acc.device_name() == name and acc.device_name(2) == f"{name}:2"
-    assert acc.communication_backend_name() == EXPECTED[name][1]
-    assert tuple(acc.visible_devices_envs()) == EXPECTED[name][2]
+    _, comm, visible, _ = _at_a_glance()[name]
+    assert acc.communication_backend_name() == comm
+    assert tuple(acc.visible_devices_envs()) == visible
     assert acc.on_accelerator(torch.ones(1)) is False
 
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from accelhal.testing.simulated import write_vendor_package
+from accelhal.testing.simulated import VENDORS, write_vendor_package
 from tests.conformance_runs import run_pytest
 
 RUN_SUITE = ("-c", "import sys; from accelhal.testing import run_suite; sys.exit(run_suite(sys.argv[1], sys.argv[2:]))")
 
 
-@pytest.mark.parametrize("vendor", ["npu", "hpu", "mlu", "sdaa", "supa", "musa"])
+@pytest.mark.parametrize("vendor", sorted(VENDORS))
 def test_simulated_vendor_conforms(tmp_path: Path, vendor: str) -> None:
     site = tmp_path / "site"
     write_vendor_package(vendor, site)

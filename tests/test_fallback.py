@@ -8,7 +8,7 @@ import accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
 
-BUILT_IN_ACCELERATORS = {"xpu", "npu", "sdaa", "mps", "hpu", "mlu", "cuda"}
+BUILT_IN_ACCELERATORS = {"xpu", "npu", "sdaa", "mps", "hpu", "mlu", "supa", "musa", "cuda"}
 
 
 @pytest.mark.parametrize("value", ["accelhal", "ACCELHAL", " Accelhal ", "accelhal,cuda", "accelhal-backends"])

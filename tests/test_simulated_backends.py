@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from accelhal.testing.simulated import VENDORS
 from tests.simulation import DETECT, run_python, simulated_site
 
-SIMULATED = ("npu", "hpu", "mlu", "sdaa", "supa", "musa")
+SIMULATED = tuple(sorted(VENDORS))  # every built-in vendor backend, from the specs
 
 LIBHCCL = "libhccl.so: cannot open shared object file: No such file or directory"
 

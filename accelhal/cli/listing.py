@@ -16,6 +16,7 @@ from accelhal.cli.models import BackendEntry, ListOutput
 from accelhal.cli.wording import failure_phrase, reason_text
 from accelhal.errors import sentence
 from accelhal.plugins import Registry
+from accelhal.records import CandidateRecord
 from accelhal.report import DetectionReport
 from accelhal.spec import Status
 
@@ -37,25 +38,9 @@ def backend_entries(report: DetectionReport, registry: Registry) -> list[Backend
         if candidate is not None:
             entries.append(BackendEntry(**candidate.model_dump(), rank=rank, active=active, description=description))
             continue
-        entries.append(
-            BackendEntry(
-                name=spec.name,
-                device_type=spec.device_type,
-                priority=spec.priority,
-                source=registration.plugin.source,
-                plugin=registration.plugin.name,
-                status=Status.NOT_PROBED,
-                reason="not probed: selection stopped first"
-                if report.chosen is None
-                else f"not probed: {report.explanation}",
-                probe_seconds=None,
-                comm_backend=spec.comm_backend,
-                visible_devices_envs=list(spec.visible_devices_envs),
-                rank=rank,
-                active=active,
-                description=description,
-            )
-        )
+        reason = f"not probed: {report.explanation}" if report.chosen else "not probed: selection stopped first"
+        record = CandidateRecord.of(registration, Status.NOT_PROBED, reason)
+        entries.append(BackendEntry(**vars(record), rank=rank, active=active, description=description))
     return entries
 
 
