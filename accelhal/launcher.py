@@ -363,13 +363,29 @@ _local_rank_memo: tuple[tuple[object, ...], tuple[int, str] | None] = ((), None)
 def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
     """The number of processes on the node and the variable it came from; ``None`` when no launcher set one.
 
+    The launching launcher's variable first, as :func:`read_launch_env` reads it (for a
+    torchrun-style launch, DeepSpeed's ``LOCAL_SIZE``, then ``LOCAL_WORLD_SIZE``, which must
+    agree when both are set); else the first of :data:`LOCAL_SIZE_VARIABLES` that is set.
+
     >>> local_size({"LOCAL_WORLD_SIZE": "4"})
     (4, 'LOCAL_WORLD_SIZE')
     """
     env = os.environ if environ is None else environ
-    name = _first(env, LOCAL_SIZE_VARIABLES)
+    launcher = _launching(env)
+    names = () if launcher is None else launcher.local_world_size
+    if launcher is LAUNCHERS[0]:
+        names = ("LOCAL_SIZE", *names)
+    name = _first(env, names) or _first(env, LOCAL_SIZE_VARIABLES)
     if name is None:
         return None
-    slurm = next(launcher for launcher in LAUNCHERS if launcher.source == "slurm")
-    launcher = slurm if name in slurm.local_world_size else LAUNCHERS[0]
-    return _parse_local_size(env, launcher, name), name
+    owner = next((la for la in LAUNCHERS if name in la.local_world_size), LAUNCHERS[0])
+    size = _parse_local_size(env, owner, name)
+    other = _first(env, ("LOCAL_WORLD_SIZE",)) if name == "LOCAL_SIZE" else None
+    if other is not None and _parse_int(env, other, minimum=1) != size:
+        raise DistributedSetupError(
+            f"LOCAL_SIZE={size} and {other}={env[other]} disagree about how many processes run on this node; "
+            f"unset one, or set both to the same number",
+            variable=name,
+            value=env[name],
+        )
+    return size, name

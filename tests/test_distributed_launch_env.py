@@ -233,3 +233,38 @@ def test_local_rank_is_the_launching_launchers_as_read_launch_env_reads_it(
     assert read_launch_env(both).variable("local_rank") == variable
     out = _run_on_cpu(AGREEMENT, LOCAL_WORLD_SIZE="2", **both)
     assert out.split() == [value, f"({value},", f"'{variable}')", value]
+
+
+SIZES = """
+import accelhal
+from accelhal.launcher import read_launch_env
+print(accelhal.get_accelerator().device_count(), read_launch_env().local_world_size)
+"""
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1"},
+            {"OMPI_COMM_WORLD_LOCAL_SIZE": "2"},
+        ),
+        ({"SLURM_PROCID": "1", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1"}, {"SLURM_NTASKS_PER_NODE": "4(x2)"}),
+    ],
+    ids=["openmpi-not-LOCAL_SIZE", "slurm-not-LOCAL_SIZE"],
+)
+def test_local_size_is_the_launching_launchers_as_read_launch_env_reads_it(
+    env: dict[str, str], expected: dict[str, str]
+) -> None:
+    """DeepSpeed's ``LOCAL_SIZE`` left over from elsewhere does not override the launching launcher's count."""
+    both = {**env, **expected, "LOCAL_SIZE": "1"}
+    [(variable, _)] = expected.items()
+    size = read_launch_env(both).local_world_size
+    assert local_size(both) == (size, variable)
+    assert _run_on_cpu(SIZES, **both).split() == [str(size), str(size)]
+
+
+def test_local_size_and_local_world_size_that_disagree_name_both() -> None:
+    with pytest.raises(DistributedSetupError, match=r"LOCAL_SIZE=1 and LOCAL_WORLD_SIZE=4 disagree"):
+        local_size({"LOCAL_SIZE": "1", "LOCAL_WORLD_SIZE": "4", "RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0"})
+    assert local_size({"LOCAL_SIZE": "4", "LOCAL_WORLD_SIZE": "4"}) == (4, "LOCAL_SIZE")
