@@ -62,7 +62,9 @@ def device_module(device_type: str) -> ModuleType | None:
 _current_index = torch.accelerator.current_device_index
 _current_stream = torch.accelerator.current_stream
 _get_memory_info = torch.accelerator.get_memory_info
-_set_index = torch.accelerator.set_device_index
+_set_index: Callable[[int], None] = getattr(torch._C, "_accelerator_setDeviceIndex", torch.accelerator.set_device_index)
+"""What ``torch.accelerator.set_device_index`` calls once it has an index: ``set_device`` has already
+checked it (the public function's argument parsing cost 15% of the member; ``benchmarks/generic.py``)."""
 _synchronize = torch.accelerator.synchronize
 
 
