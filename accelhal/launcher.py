@@ -42,10 +42,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from accelhal._record import record
 from accelhal.errors import DistributedSetupError
+
+_A = TypeVar("_A")
 
 
 @record(frozen=True)
@@ -325,15 +327,7 @@ def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
     ...             "OMPI_COMM_WORLD_LOCAL_RANK": "1"})
     (1, 'OMPI_COMM_WORLD_LOCAL_RANK')
     """
-    global _local_rank_memo
-    if environ is not None:
-        return _read_local_rank(environ)
-    key = tuple(map(_ENVIRON_GET, _LOCAL_RANK_KEYS))
-    last_key, found = _local_rank_memo
-    if key != last_key:
-        found = _read_local_rank(_ENVIRON)
-        _local_rank_memo = (key, found)
-    return found
+    return _read_local_rank(environ) if environ is not None else _local_rank_of_environ.read()
 
 
 def _read_local_rank(env: Mapping[str, str]) -> tuple[int, str] | None:
@@ -345,19 +339,32 @@ def _read_local_rank(env: Mapping[str, str]) -> tuple[int, str] | None:
 _ENVIRON = os.environ
 _ENVIRON_GET = cast("Callable[[object], object]", getattr(os.environ, "_data", os.environ).get)
 """``os.environ``'s own dict's ``get``: a C call (``os.environ.get`` runs Python code)."""
+_ENVIRON_KEY = getattr(os.environ, "encodekey", str) if hasattr(os.environ, "_data") else str
+_LAUNCHING_VARIABLES = [v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)]
 
-_LOCAL_RANK_KEYS: tuple[object, ...] = tuple(
-    map(
-        getattr(os.environ, "encodekey", str) if hasattr(os.environ, "_data") else str,
-        dict.fromkeys(
-            [*(v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)), *LOCAL_RANK_VARIABLES]
-        ),
-    )
-)
-"""The variables :func:`local_rank` depends on, as keys of ``os.environ``'s own dict."""
 
-_local_rank_memo: tuple[tuple[object, ...], tuple[int, str] | None] = ((), None)
-"""``(the values of those variables, the local rank)`` when last read from ``os.environ``."""
+class _EnvironMemo(Generic[_A]):
+    """An answer read from ``os.environ``, kept until one of the variables it depends on changes value.
+
+    The cpu backend's ``current_device()`` and ``device_count()`` ask on every call; comparing
+    the values of a dozen variables costs a tenth of reading and parsing them again.
+    """
+
+    def __init__(self, variables: Sequence[str], reader: Callable[[Mapping[str, str]], _A]) -> None:
+        self._keys = tuple(map(_ENVIRON_KEY, dict.fromkeys(variables)))
+        self._reader = reader
+        self._last: tuple[tuple[object, ...], _A] | None = None
+
+    def read(self) -> _A:
+        """The answer for ``os.environ`` as it is now."""
+        key = tuple(map(_ENVIRON_GET, self._keys))
+        last = self._last
+        if last is None or key != last[0]:
+            last = self._last = (key, self._reader(_ENVIRON))
+        return last[1]
+
+
+_local_rank_of_environ = _EnvironMemo([*_LAUNCHING_VARIABLES, *LOCAL_RANK_VARIABLES], _read_local_rank)
 
 
 def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
@@ -370,7 +377,10 @@ def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
     >>> local_size({"LOCAL_WORLD_SIZE": "4"})
     (4, 'LOCAL_WORLD_SIZE')
     """
-    env = os.environ if environ is None else environ
+    return _read_local_size(environ) if environ is not None else _local_size_of_environ.read()
+
+
+def _read_local_size(env: Mapping[str, str]) -> tuple[int, str] | None:
     launcher = _launching(env)
     names = () if launcher is None else launcher.local_world_size
     if launcher is LAUNCHERS[0]:
@@ -389,3 +399,6 @@ def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
             value=env[name],
         )
     return size, name
+
+
+_local_size_of_environ = _EnvironMemo([*_LAUNCHING_VARIABLES, *LOCAL_SIZE_VARIABLES, "SLURM_NODEID"], _read_local_size)

@@ -268,3 +268,26 @@ def test_local_size_and_local_world_size_that_disagree_name_both() -> None:
     with pytest.raises(DistributedSetupError, match=r"LOCAL_SIZE=1 and LOCAL_WORLD_SIZE=4 disagree"):
         local_size({"LOCAL_SIZE": "1", "LOCAL_WORLD_SIZE": "4", "RANK": "0", "WORLD_SIZE": "4", "LOCAL_RANK": "0"})
     assert local_size({"LOCAL_SIZE": "4", "LOCAL_WORLD_SIZE": "4"}) == (4, "LOCAL_SIZE")
+
+
+FOLLOWS_SIZE = """
+import os
+import accelhal
+acc = accelhal.get_accelerator()
+seen = [acc.device_count()]
+os.environ["LOCAL_WORLD_SIZE"] = "3"          # same size of environment, new value
+seen.append(acc.device_count())
+os.environ["SLURM_NTASKS_PER_NODE"] = "4(x2),2"
+os.environ["SLURM_PROCID"], os.environ["SLURM_NTASKS"], os.environ["SLURM_LOCALID"] = "0", "10", "0"
+del os.environ["LOCAL_WORLD_SIZE"], os.environ["RANK"], os.environ["WORLD_SIZE"], os.environ["LOCAL_RANK"]
+os.environ["SLURM_NODEID"] = "2"
+seen.append(acc.device_count())
+os.environ["SLURM_NODEID"] = "0"               # only the node changes
+seen.append(acc.device_count())
+print(*seen)
+"""
+
+
+def test_the_cpu_backend_follows_each_change_of_the_local_world_size() -> None:
+    out = _run_on_cpu(FOLLOWS_SIZE, RANK="0", WORLD_SIZE="4", LOCAL_RANK="0", LOCAL_WORLD_SIZE="4")
+    assert out.split() == ["4", "3", "2", "4"]
