@@ -96,7 +96,7 @@ def bake(cls: type, base: type) -> None:
     for member, (attribute, template) in CONSTANT_MEMBERS.items():
         if not _is_baked_or_base(cls, base, member):
             continue
-        if _is_descriptor(cls, attribute):  # a property answers per instance: the contract's own member reads it
+        if is_descriptor(cls, attribute):  # a property answers per instance: the contract's own member reads it
             type.__setattr__(cls, member, getattr(base, member))
             continue
         constant = _constant_member(getattr(base, member), getattr(cls, attribute), template)
@@ -107,7 +107,8 @@ def bake(cls: type, base: type) -> None:
         type.__setattr__(cls, attribute, factory)
 
 
-def _is_descriptor(cls: type, attribute: str) -> bool:
+def is_descriptor(cls: type, attribute: str) -> bool:
+    """Whether ``cls`` defines ``attribute`` as a descriptor (a property): then instances answer it, not the class."""
     raw = next((klass.__dict__[attribute] for klass in cls.__mro__ if attribute in klass.__dict__), None)
     return hasattr(type(raw), "__get__")
 

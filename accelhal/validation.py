@@ -14,6 +14,7 @@ from typing import Any
 
 from accelhal.contract import Accelerator
 from accelhal.errors import ContractError
+from accelhal.fast_paths import is_descriptor
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
 
 
@@ -149,7 +150,7 @@ def identity_problems(spec: BackendSpec, cls: type[Accelerator]) -> list[str]:
     """
     problems = []
     for field_name, attribute in IDENTITY_ATTRIBUTES.items():
-        if hasattr(type(_class_attribute(cls, attribute)), "__get__"):
+        if is_descriptor(cls, attribute):
             continue
         declared, answered = getattr(spec, field_name), getattr(cls, attribute, None)
         if isinstance(declared, tuple) and isinstance(answered, (list, tuple)):

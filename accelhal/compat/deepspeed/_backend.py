@@ -148,8 +148,8 @@ class DeepSpeedBackedAccelerator(Accelerator):
         value = self.deepspeed_accelerator.current_device()
         if isinstance(value, torch.device):
             return 0 if value.index is None else value.index
-        if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-            return int(value)  # isdigit() alone takes "²", which int() rejects
+        if isinstance(value, str) and value.strip().isdecimal():  # as accelhal.arguments reads indices
+            return int(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ContractError(f"{self.deepspeed_class!r}.current_device() returned {value!r}, not a device index")
