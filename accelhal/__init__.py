@@ -19,11 +19,13 @@ from accelhal._version import __version__
 
 if TYPE_CHECKING:
     from accelhal import distributed
+    from accelhal.compiling import CompileChoice
     from accelhal.contract import Accelerator
     from accelhal.device_module import DeviceModuleAccelerator
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
+        CompileBackendError,
         ConfigurationError,
         ContractError,
         DistributedSetupError,
@@ -48,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "Status": "accelhal.spec",
     "Capability": "accelhal.spec",
     "CONTRACT_VERSION": "accelhal.spec",
+    "CompileChoice": "accelhal.compiling",
     "hookimpl": "accelhal.hookspecs",
     "DetectionReport": "accelhal.report",
     "AcceleratorInfo": "accelhal.report",
@@ -59,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
     "DistributedSetupError": "accelhal.errors",
+    "CompileBackendError": "accelhal.errors",
 }
 
 _SUBMODULES = ("distributed",)
@@ -77,6 +81,7 @@ __all__ = [
     "Status",
     "Capability",
     "CONTRACT_VERSION",
+    "CompileChoice",
     "hookimpl",
     "DetectionReport",
     "AcceleratorInfo",
@@ -88,6 +93,7 @@ __all__ = [
     "ContractError",
     "UnsupportedFeatureError",
     "DistributedSetupError",
+    "CompileBackendError",
     "distributed",
 ]
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accelhal.text import quote
+
 
 def sentence(text: str, *, capital: bool = False) -> str:
     """``text`` stripped and ending as a sentence ends (a full stop is added when it has none).
@@ -193,3 +195,26 @@ class BuildLockTimeoutError(AccelhalError, TimeoutError):
         self.path = path
         self.owner = owner
         self.waited = waited
+
+
+class CompileBackendError(AccelhalError, ValueError):
+    """A ``torch.compile`` backend that cannot be used on the accelerator's device.
+
+    Raised by :meth:`accelhal.Accelerator.set_compile_backend` for a name
+    ``torch._dynamo.list_backends(exclude_tags=())`` does not list, and for ``"inductor"`` on a
+    device Inductor generates no code for. A ``ValueError``, as DeepSpeed raises there.
+    ``backend`` is the name given, ``device`` the device, ``reason`` why it was refused,
+    ``registered`` the names torch knows and ``working`` the backend that works on the device.
+    """
+
+    def __init__(self, backend: object, device: str, reason: str, *, registered: Sequence[str], working: str) -> None:
+        message = f"torch.compile backend {quote(backend)} cannot be used on {device!r}: {reason}"
+        message += f". {working!r} works there (accelhal's own choice for the device)"
+        if registered:
+            message += f"; registered backends: {', '.join(registered)}"
+        super().__init__(message)
+        self.backend = backend
+        self.device = device
+        self.reason = reason
+        self.registered = tuple(registered)
+        self.working = working

@@ -124,7 +124,9 @@ def test_info_and_list_show_it(tmp_path: Path) -> None:
     accelerator = json.loads(info.stdout)["accelerator"]
     assert (accelerator["name"], accelerator["device_count"], accelerator["comm_backend"]) == ("testdev", 2, "")
     assert accelerator["capabilities"] == ["device-memory-stats", "event-timing", "events", "pinning", "streams"]
+    assert (accelerator["compile_backend"], accelerator["compile_backend_source"]) == ("aot_eager", "fallback")
     human = " ".join(run_accelhal(tmp_path, "info").stdout.split())
+    assert "compile backend: aot_eager (Inductor has no code generator for device type 'testdev':" in human
     assert "communication backend: none (torch.distributed has no backend registered for device type 'testdev')" in (
         human
     )
