@@ -49,7 +49,7 @@ INDUCTOR = "inductor"
 """torch's own compiler, ``torch.compile``'s default backend."""
 
 FALLBACK = "aot_eager"
-"""The backend answered where neither the vendor nor Inductor offers one: AOTAutograd over eager kernels."""
+"""The backend answered where neither the vendor nor Inductor offers one (AOTAutograd over eager kernels)."""
 
 INDUCTOR_DEVICE_TYPES: dict[str, str] = {"cpu": "C++", "cuda": "Triton", "xpu": "Triton", "mps": "Metal"}
 """torch's own device types Inductor generates code for, and what it generates there.
