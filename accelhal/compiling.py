@@ -204,7 +204,8 @@ def check(backend: object, device_type: str, vendor_backend: str = "") -> None:
 
     Refused: a name :func:`registered_backends` does not list, and :data:`INDUCTOR` where
     :func:`inductor_support` says it generates no code, Inductor's own registry asked too; the
-    error names the backend that works there (:func:`choose`).
+    error names the backend that works there (:func:`choose`; not the vendor's own backend
+    when that is the name refused: its package has not registered it in this process).
     """
     registered = registered_backends()
     if not isinstance(backend, str) or backend not in registered:
@@ -213,5 +214,6 @@ def check(backend: object, device_type: str, vendor_backend: str = "") -> None:
         reason = support.reason
     else:
         return
-    working = choose(device_type, vendor_backend).backend
+    vendor = "" if backend == vendor_backend else vendor_backend  # the vendor's own name, unregistered here
+    working = choose(device_type, vendor).backend
     raise CompileBackendError(backend, device_type, reason, registered=registered, working=working)

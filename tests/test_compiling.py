@@ -53,6 +53,13 @@ def test_a_vendors_backend_is_the_answer() -> None:
     assert Declared().get_compile_backend() == "eager"
     assert Declared().compile_backend_choice().source == "vendor"
 
+    class Unregistered(CpuAccelerator):  # the vendor's package has not registered its backend in this process
+        _default_compile_backend = "hpu_backend"
+
+    with pytest.raises(CompileBackendError) as caught:
+        Unregistered().set_compile_backend("hpu_backend")
+    assert caught.value.working == "inductor"  # not the refused name itself
+
 
 def test_the_spec_checks_its_compile_backend() -> None:
     spec = BackendSpec(name="x", device_type="x", priority=1, accelerator="m:C", probe=lambda: Verdict.available(""))
