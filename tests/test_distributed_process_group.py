@@ -123,6 +123,14 @@ def test_tcp_init_method_needs_no_master_variables(environ: dict[str, str]) -> N
     assert setup.world_size == 1
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf"])
+def test_bad_timeout_setting_is_refused_before_anything_is_set_up(environ: dict[str, str], value: str) -> None:
+    _single(environ, ACCELHAL_DIST_TIMEOUT=value)
+    with pytest.raises(accelhal.ConfigurationError, match="ACCELHAL_DIST_TIMEOUT=.* is not a positive number") as info:
+        ahd.init_process_group()
+    assert info.value.variable == "ACCELHAL_DIST_TIMEOUT" and not dist.is_initialized()
+
+
 def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -> None:
     _single(environ, RANK="63", WORLD_SIZE="64", LOCAL_RANK="63")
     del environ["LOCAL_WORLD_SIZE"]

@@ -43,6 +43,7 @@ import torch.distributed as dist
 from accelhal.contract import Accelerator
 from accelhal.errors import DistributedSetupError
 from accelhal.launcher import TORCH_VARIABLES, LaunchEnv, read_launch_env
+from accelhal.settings import dist_timeout
 
 HOST_BACKENDS = frozenset({"gloo", "mpi"})
 """Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""
@@ -85,7 +86,8 @@ def init_process_group(
         backend: the ``torch.distributed`` backend; ``None`` takes the active accelerator's
             ``communication_backend_name()``.
         init_method: as in torch; ``None`` means ``env://`` (``MASTER_ADDR``/``MASTER_PORT``).
-        timeout: as in torch.
+        timeout: as in torch; ``None`` takes ``ACCELHAL_DIST_TIMEOUT`` (600 seconds when unset), which
+            bounds the rendezvous and every collective of the group.
         world_size: must equal the launcher's world size when one was launched;
             ``None`` (or torch's ``-1``) takes it from the launcher.
         rank: likewise for the rank.
@@ -110,6 +112,8 @@ def init_process_group(
     accelerator = get_accelerator()
     launch = read_launch_env()
     world, own_rank = _reconcile(launch, world_size, rank)
+    if timeout is None:
+        timeout = timedelta(seconds=dist_timeout())
     name = (backend or accelerator.communication_backend_name()).strip().lower()
     with _lock:
         if dist.is_initialized():
