@@ -109,6 +109,15 @@ def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
     assert "init_method='tcp://HOST:PORT'" in str(err)
 
 
+def test_mpi_across_nodes_without_master_addr_says_how_to_forward_it(environ: dict[str, str]) -> None:
+    environ.update(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="0")
+    environ.update(OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    err = _refusal()
+    assert err.variable == "MASTER_ADDR" and "MASTER_PORT" not in str(err).split(" but ")[0]
+    assert "mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=29500" in str(err)
+    assert "RANK" not in environ  # refused before anything was exported
+
+
 def test_missing_both_rendezvous_variables_with_explicit_env_method(environ: dict[str, str]) -> None:
     _single(environ)
     del environ["MASTER_ADDR"], environ["MASTER_PORT"]

@@ -4,7 +4,8 @@
 :func:`torch.distributed.init_process_group` it:
 
 1. reads and validates the launcher's variables (:func:`~accelhal.distributed.read_launch_env`:
-   torchrun, Open MPI, MPICH/PMI or Slurm) and checks explicit ``world_size``/``rank`` against them;
+   torchrun, Open MPI, MPICH/PMI or Slurm, with ``MASTER_ADDR``/``MASTER_PORT`` defaults for MPI
+   and Slurm) and checks explicit ``world_size``/``rank`` against them;
 2. picks the communication backend of :func:`accelhal.get_accelerator`
    (``communication_backend_name()``: ``nccl``, ``hccl``, ``xccl``, ``gloo`` ...) unless
    ``backend`` is given, and checks that this torch can use it;
@@ -189,13 +190,21 @@ def _check_rendezvous(launch: LaunchEnv, init_method: str | None) -> None:
         if value is None
     ]
     if missing:
+        forward = _FORWARD.get(launch.source, "")
         raise DistributedSetupError(
             f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set but the rendezvous is env:// "
             f"(init_method={init_method!r}): set MASTER_ADDR to the host of rank 0 (127.0.0.1 on one node) and "
-            f"MASTER_PORT to a free TCP port, launch with torchrun (which sets both), or pass "
+            f"MASTER_PORT to a free TCP port{forward}, launch with torchrun (which sets both), or pass "
             f"init_method='tcp://HOST:PORT'",
             variable=missing[0],
         )
+
+
+_FORWARD = {
+    "openmpi": " for every rank (mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=29500)",
+    "pmi": " for every rank (mpiexec -genv MASTER_ADDR <host of rank 0> -genv MASTER_PORT 29500)",
+}
+"""How an MPI launcher passes a variable to every rank, for the message about a missing rendezvous."""
 
 
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
@@ -217,10 +226,10 @@ def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> N
 
 
 def _export_torch_variables(launch: LaunchEnv) -> None:
-    """Give code that reads torch's variables (``LOCAL_RANK`` ...) the values an MPI/Slurm launcher set."""
+    """Give code that reads torch's variables (``LOCAL_RANK``, ``MASTER_ADDR`` ...) an MPI/Slurm launch's values."""
     if launch.source in ("none", "torchrun"):
         return
-    for field in ("rank", "world_size", "local_rank", "local_world_size"):
+    for field in ("rank", "world_size", "local_rank", "local_world_size", "master_addr", "master_port"):
         value = getattr(launch, field)
         if value is not None:
             os.environ.setdefault(TORCH_VARIABLES[field], str(value))
