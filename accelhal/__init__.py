@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         ContractError,
         DistributedSetupError,
         PluginError,
+        RankLostError,
         UnknownBackendError,
         UnsupportedFeatureError,
     )
@@ -59,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
     "DistributedSetupError": "accelhal.errors",
+    "RankLostError": "accelhal.errors",
 }
 
 _SUBMODULES = ("distributed",)
@@ -88,6 +90,7 @@ __all__ = [
     "ContractError",
     "UnsupportedFeatureError",
     "DistributedSetupError",
+    "RankLostError",
     "distributed",
 ]
 

@@ -100,6 +100,22 @@ def test_mpi_launch_exports_torch_variables(environ: dict[str, str]) -> None:
     assert "LOCAL_WORLD_SIZE" not in environ  # Open MPI did not say, so neither do we
 
 
+@pytest.mark.parametrize("restarts", ["1", "0"])
+def test_torchruns_shared_store_with_restarts_is_warned_of(
+    environ: dict[str, str], caplog: pytest.LogCaptureFixture, restarts: str
+) -> None:
+    """torchrun hosts the store (here a real TCPStore playing its agent) and may restart the job: warned."""
+    _single(environ, TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_MAX_RESTARTS=restarts)
+    agent_store = dist.TCPStore("127.0.0.1", int(environ["MASTER_PORT"]), is_master=True, wait_for_workers=False)
+    with caplog.at_level("WARNING", logger="accelhal.distributed"):
+        ahd.init_process_group()
+    warned = [r.getMessage() for r in caplog.records if "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in r.getMessage()]
+    assert len(warned) == (restarts != "0")
+    if warned:
+        assert "--max-restarts=1" in warned[0] and "read the previous group's addresses" in warned[0]
+    del agent_store
+
+
 def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
     _single(environ)
     del environ["MASTER_ADDR"]
