@@ -220,7 +220,7 @@ def _read(env: Mapping[str, str], launcher: Launcher, addr: str | None, port: in
 
 
 SLURM_NODELISTS: tuple[str, ...] = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
-"""Slurm's compressed node lists, the step's first: the first host of the first one set runs rank 0."""
+"""Slurm's compressed node lists, the step's first; the first host of the first one set runs rank 0."""
 
 MPI_MASTER_PORT = 29500
 """``MASTER_PORT`` of an MPI launch that does not set it: torchrun's default port."""
@@ -372,7 +372,7 @@ LOCAL_RANK_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(v for launcher in LA
 """Every variable a launcher sets to the process's index on its node, in the order they are read."""
 
 SLURM_TASK_COUNTS: tuple[str, ...] = ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-"""Slurm's tasks per node of the step and of the job: read for an ``srun`` launch only (an ``salloc``
+"""Slurm's tasks per node of the step and of the job, read for an ``srun`` launch only (an ``salloc``
 shell, which launched nothing, has them too)."""
 
 LOCAL_SIZE_VARIABLES: tuple[str, ...] = (

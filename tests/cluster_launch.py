@@ -83,6 +83,47 @@ def _signal_group(pid: int, number: signal.Signals, *, group: bool = True) -> No
         os.killpg(pid, number) if group else os.kill(pid, number)
 
 
+def srun_variables(procid: int, *, nodes: int, tasks_per_node: int, nodelist: str, job_id: str) -> dict[str, str]:
+    """The variables ``srun -N{nodes} --ntasks-per-node={tasks_per_node}`` sets for task ``procid``.
+
+    As Slurm 23 to 25 set them for a step on all the job's nodes (``nodelist``); block
+    distribution (srun's default): tasks fill the first node, then the next.
+    """
+    node = procid // tasks_per_node
+    tasks, counts = nodes * tasks_per_node, f"{tasks_per_node}(x{nodes})"
+    gtids = range(node * tasks_per_node, (node + 1) * tasks_per_node)
+    return {
+        "SLURM_JOB_ID": job_id,
+        "SLURM_JOBID": job_id,
+        "SLURM_JOB_NAME": "python",
+        "SLURM_JOB_NODELIST": nodelist,
+        "SLURM_NODELIST": nodelist,
+        "SLURM_JOB_NUM_NODES": str(nodes),
+        "SLURM_NNODES": str(nodes),
+        "SLURM_NTASKS": str(tasks),
+        "SLURM_NPROCS": str(tasks),
+        "SLURM_NTASKS_PER_NODE": str(tasks_per_node),
+        "SLURM_TASKS_PER_NODE": counts,
+        "SLURM_JOB_CPUS_PER_NODE": counts,
+        "SLURM_CPUS_ON_NODE": str(tasks_per_node),
+        "SLURM_STEP_ID": "0",
+        "SLURM_STEPID": "0",
+        "SLURM_STEP_NODELIST": nodelist,
+        "SLURM_STEP_NUM_NODES": str(nodes),
+        "SLURM_STEP_NUM_TASKS": str(tasks),
+        "SLURM_STEP_TASKS_PER_NODE": counts,
+        "SLURM_DISTRIBUTION": "block",
+        "SLURM_PROCID": str(procid),
+        "SLURM_LOCALID": str(procid % tasks_per_node),
+        "SLURM_NODEID": str(node),
+        "SLURM_GTIDS": ",".join(map(str, gtids)),
+        "SLURM_CLUSTER_NAME": "simulated",
+        "SLURM_SUBMIT_DIR": str(ROOT),
+        "SLURM_PRIO_PROCESS": "0",
+        "SLURM_UMASK": "0022",
+    }
+
+
 def records(out: Path, pattern: str) -> list[dict]:
     """The JSON records the workers wrote to ``out`` whose names match ``pattern``, by name."""
     return [json.loads(p.read_text()) for p in sorted(out.glob(pattern))]

@@ -9,6 +9,7 @@ import pytest
 
 from accelhal.errors import ConfigurationError, DistributedSetupError
 from accelhal.launcher import LAUNCHERS, local_rank, local_size, read_launch_env
+from tests.cluster_launch import srun_variables
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
 
@@ -293,26 +294,10 @@ def test_the_cpu_backend_follows_each_change_of_the_local_world_size() -> None:
     assert out.split() == ["4", "3", "2", "4"]
 
 
-def srun_task(procid: int, *, nodes: int = 2, tasks_per_node: int = 2, **overrides: str) -> dict[str, str]:
-    """The launch variables ``srun -N{nodes} --ntasks-per-node={tasks_per_node}`` sets for task ``procid``.
-
-    Block distribution (srun's default): tasks fill the first node, then the next.
-    """
-    node = procid // tasks_per_node
-    env = {
-        "SLURM_JOB_ID": "4321987",
-        "SLURM_JOB_NODELIST": "node[03-05,07]",
-        "SLURM_STEP_NODELIST": "node[03,05]",
-        "SLURM_NNODES": str(nodes),
-        "SLURM_NTASKS": str(nodes * tasks_per_node),
-        "SLURM_TASKS_PER_NODE": f"{tasks_per_node}(x{nodes})",
-        "SLURM_STEP_TASKS_PER_NODE": f"{tasks_per_node}(x{nodes})",
-        "SLURM_PROCID": str(procid),
-        "SLURM_LOCALID": str(procid % tasks_per_node),
-        "SLURM_NODEID": str(node),
-    }
-    env.update(overrides)
-    return env
+def srun_task(procid: int, **overrides: str) -> dict[str, str]:
+    """What ``srun -N2 --ntasks-per-node=2`` sets for task ``procid``, in a step on two of the job's four nodes."""
+    env = srun_variables(procid, nodes=2, tasks_per_node=2, nodelist="node[03-05,07]", job_id="4321987")
+    return {**env, "SLURM_STEP_NODELIST": "node[03,05]", **overrides}
 
 
 def test_srun_task_reads_its_place_and_rank_zeros_host_from_the_step_nodelist() -> None:

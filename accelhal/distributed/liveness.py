@@ -3,19 +3,19 @@
 :func:`~accelhal.distributed.init_process_group` starts a heartbeat on every rank of a group of
 two or more whose rendezvous is a TCP store (``env://``, the default, or ``tcp://``): a daemon
 thread that adds 1 to the key ``accelhal/beat/<rank>`` every :data:`HEARTBEAT_SECONDS`, over a
-connection of its own (only changes of the count matter, so a store that outlives a group, as
-torchrun's agent store does across restarts, needs no fresh keys). The thread keeps beating whatever the main thread
-does, blocked in a collective included; it stops with the process or at
+connection of its own. Only changes of the count matter, so a store that outlives a group (as
+torchrun's agent store does across restarts) needs no fresh keys. The thread beats whatever the
+main thread does, waiting in a collective included; it stops with the process, or at
 :func:`~accelhal.distributed.destroy_process_group`, which marks the rank as having left.
 
 :func:`check_lost_ranks` reads every other rank's count and watches it for
 :data:`LOST_AFTER_SECONDS`: a rank whose count does not move, and which did not leave, is lost.
 The first rank to find one records its verdict in the store, and the ranks that check after it
 take that verdict at once (rank 0, when it hosts the store, waits until the others have read it
-before it raises). When the store itself no longer answers, the rank that hosts it is
-the one lost (rank 0, under ``env://`` without torchrun; under torchrun its agent on the first
-node hosts it). Nothing of this runs until a check is asked for, so a healthy job pays one small
-store write per rank and second.
+before it raises). When the store itself no longer answers, the rank that hosts it is the one
+lost (rank 0, under ``env://`` without torchrun; under torchrun its agent on the first node
+hosts it). A check runs only when one is asked for: a healthy job pays one small store write
+per rank and second.
 
 >>> try:
 ...     dist.all_reduce(tensor)
@@ -27,6 +27,7 @@ store write per rank and second.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -39,12 +40,17 @@ from accelhal.errors import RankLostError
 if TYPE_CHECKING:
     from torch._C._distributed_c10d import TCPStore
 
+logger = logging.getLogger("accelhal.distributed")
+
 HEARTBEAT_SECONDS = 1.0
 """How often each rank's heartbeat adds to its count."""
 
 LOST_AFTER_SECONDS = 3.0
 """A rank whose count has not moved for this long is lost; also the timeout of the heartbeat's store calls."""
 
+
+PREFIX = "accelhal"
+"""The first part of the heartbeat's keys in the store (``accelhal/beat/<rank>``, ``accelhal/lost`` ...)."""
 
 _STOPPED = f"its heartbeat in the rendezvous store stopped (no beat for {LOST_AFTER_SECONDS:g} s)"
 
@@ -67,14 +73,13 @@ class Heartbeat:
 
     def __init__(self, address: StoreAddress, rank: int, world_size: int) -> None:
         self.address, self.rank, self.world_size = address, rank, world_size
-        self.prefix = "accelhal"
         self._stop = threading.Event()
-        self._left = False
+        self._leaving = False
         self._thread = threading.Thread(target=self._run, name=f"accelhal-heartbeat-{rank}", daemon=True)
 
     def start(self) -> None:
         """Beat once (so the count exists before the caller goes on), then every :data:`HEARTBEAT_SECONDS`."""
-        self._store = self.connect()
+        self._store = self._connect()
         # A store that outlives a group (torchrun's agent store, across restarts) keeps the last
         # group's marks: this rank is back, and an old verdict is no news (it only saved time).
         self._store.delete_key(self._key("left", self.rank))
@@ -85,11 +90,11 @@ class Heartbeat:
 
     def stop(self, *, left: bool) -> None:
         """Stop beating; ``left`` records that this rank left on purpose (it is not lost)."""
-        self._left = left
+        self._leaving = left
         self._stop.set()
         self._thread.join(timeout=LOST_AFTER_SECONDS + HEARTBEAT_SECONDS)
 
-    def connect(self) -> TCPStore:
+    def _connect(self) -> TCPStore:
         """A new client connection to the store (each thread needs its own)."""
         from torch._C._distributed_c10d import TCPStore  # torch.distributed.TCPStore, where mypy sees it
 
@@ -103,7 +108,7 @@ class Heartbeat:
     def check(self) -> None:
         """Raise :class:`~accelhal.errors.RankLostError` if another rank has stopped; return once all are seen."""
         try:
-            self._check(self.connect())
+            self._check(self._connect())
         except RankLostError:
             raise
         except (RuntimeError, OSError) as err:  # the store stopped answering (torch's DistError is a RuntimeError)
@@ -113,7 +118,7 @@ class Heartbeat:
         others = [r for r in range(self.world_size) if r != self.rank]
         start = time.monotonic()
         first = {r: store.add(self._key("beat", r), 0) for r in others}
-        pending = {r for r in others if not store.check([self._key("left", r)])}
+        pending = {r for r in others if not self._has_left(store, r)}
         verdict = self._key("lost")
         while pending:
             if store.check([verdict]):
@@ -124,7 +129,13 @@ class Heartbeat:
                 store.set(verdict, ",".join(map(str, lost)))
                 raise self._settled(store, lost, _STOPPED)
             time.sleep(HEARTBEAT_SECONDS / 4)
-            pending = {r for r in pending if store.add(self._key("beat", r), 0) == first[r]}
+            pending = {
+                r for r in pending if store.add(self._key("beat", r), 0) == first[r] and not self._has_left(store, r)
+            }
+
+    def _has_left(self, store: TCPStore, rank: int) -> bool:
+        """Whether ``rank`` left the group on purpose (its heartbeat stopped because it was told to)."""
+        return bool(store.check([self._key("left", rank)]))
 
     def _settled(self, store: TCPStore, lost: tuple[int, ...], reason: str) -> RankLostError:
         """The error to raise, once the store's host (if this rank) has seen every other survivor read the verdict.
@@ -150,12 +161,12 @@ class Heartbeat:
                 store.add(self._key("beat", self.rank), 1)
             except (RuntimeError, OSError):
                 return  # the store is gone; a check names its host
-        if self._left:
+        if self._leaving:
             with contextlib.suppress(RuntimeError, OSError):
                 store.set(self._key("left", self.rank), "1")
 
     def _key(self, *parts: object) -> str:
-        return "/".join((self.prefix, *map(str, parts)))
+        return "/".join((PREFIX, *map(str, parts)))
 
     def _lost(self, ranks: tuple[int, ...], reason: str) -> RankLostError:
         return RankLostError(ranks, rank=self.rank, world_size=self.world_size, reason=reason)
@@ -176,10 +187,18 @@ _heartbeat: Heartbeat | None = None
 
 
 def start(address: StoreAddress, rank: int, world_size: int) -> None:
-    """Start this rank's heartbeat (stopping an earlier one); called by ``init_process_group``."""
+    """Start this rank's heartbeat (stopping an earlier one); called by ``init_process_group``.
+
+    A store the heartbeat cannot reach (the group itself was set up through it, so hardly ever)
+    is logged: the group works, only a lost rank will not be named.
+    """
     global _heartbeat
     heartbeat = Heartbeat(address, rank, world_size)
-    heartbeat.start()
+    try:
+        heartbeat.start()
+    except (RuntimeError, OSError) as err:
+        logger.warning("accelhal: no heartbeat for rank %d: the store at %s: %s", rank, address, err)
+        return
     with _lock:
         previous, _heartbeat = _heartbeat, heartbeat
     if previous is not None:
@@ -199,9 +218,10 @@ def check_lost_ranks() -> None:
     """Raise :class:`~accelhal.errors.RankLostError` naming the ranks of the default group that are gone.
 
     Returns as soon as every other rank's heartbeat is seen to move (within about
-    :data:`HEARTBEAT_SECONDS`), or at once when there is no heartbeat to read: a group of one,
-    a rendezvous through ``store=`` or ``file://``, or a group set up without accelhal. A rank
-    that does not beat for :data:`LOST_AFTER_SECONDS` is lost. Call it where a collective
+    :data:`~accelhal.distributed.liveness.HEARTBEAT_SECONDS`), or at once when there is no
+    heartbeat to read: a group of one, a rendezvous through ``store=`` or ``file://``, or a group
+    set up without accelhal. A rank that does not beat for
+    :data:`~accelhal.distributed.liveness.LOST_AFTER_SECONDS` is lost. Call it where a collective
     failed; :func:`~accelhal.distributed.lost_rank_guard` does so for a block of code.
     """
     with _lock:
