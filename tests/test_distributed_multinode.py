@@ -40,44 +40,42 @@ def torchrun_agents(out: Path, *worker_args: str, max_restarts: int) -> tuple[li
     return codes, tail(*logs)
 
 
-@pytest.fixture(scope="module")
-def elastic_job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    """One two-node job, run once: the last rank kills itself at step KILL_AT; torchrun restarts the group."""
-    out = tmp_path_factory.mktemp("elastic")
+def test_two_torchrun_agents_form_one_group_which_restarts_and_resumes(tmp_path: Path) -> None:
+    """One two-node job (run once, asserting all): the last rank kills itself at step KILL_AT; torchrun restarts."""
     started = time.monotonic()
-    codes, logs = torchrun_agents(out, "elastic", str(out), str(STEPS), str(KILL_AT), max_restarts=1)
+    codes, logs = torchrun_agents(tmp_path, "elastic", str(tmp_path), str(STEPS), str(KILL_AT), max_restarts=1)
     seconds = time.monotonic() - started
     assert codes == [0, 0], logs
-    reports = records(out, "report-*.json")
+    reports = records(tmp_path, "report-*.json")
     first = [r for r in reports if r["resumed"]["next_step"] == 0]
     second = [r for r in reports if r["resumed"]["next_step"] != 0]
-    return {"first": first, "second": second, "final": records(out, "elastic-rank*.json"), "seconds": seconds}
+    for group in (first, second):
+        check_two_node_group(group)
+    check_restart(first, second, records(tmp_path, "elastic-rank*.json"))
+    print(f"elastic two-node job: {seconds:.1f} s, restarted at step {KILL_AT}")
 
 
-def test_two_torchrun_agents_form_one_group_of_four(elastic_job: dict[str, list[dict]]) -> None:
-    """Both groups (before and after the restart): ranks, local ranks, nodes, devices and collectives agree."""
-    for group in (elastic_job["first"], elastic_job["second"]):
-        assert sorted(r["rank"] for r in group) == list(range(WORLD))
-        expected_pairs = sorted([r["rank"], r["node"]] for r in group)
-        for record in group:
-            assert (record["source"], record["world_size"], record["local_world_size"]) == ("torchrun", WORLD, PER_NODE)
-            assert record["rank"] == record["node"] * PER_NODE + record["local_rank"]  # torchrun's numbering
-            assert record["device"] == record["expected_device"] == "cpu"
-            assert record["all_reduce"] == [WORLD * (WORLD + 1) // 2] * 2
-            assert record["all_gather"] == expected_pairs  # every rank's (rank, node), in rank order
-            assert record["master"][0] == "127.0.0.1" and record["master_from"] == ["MASTER_ADDR", "MASTER_PORT"]
-            kind, message, seconds = record["guarded"]  # all alive: the guard let the error through unchanged
-            assert (kind, message) == ("RuntimeError", "a failure no lost rank explains") and seconds < 3
-        nodes = {r["node"] for r in group}
-        assert nodes == set(range(NODES))
-        assert all(sorted(r["local_rank"] for r in group if r["node"] == n) == [0, 1] for n in nodes)
+def check_two_node_group(group: list[dict]) -> None:
+    """Every rank of one group: ranks, local ranks, nodes, devices, rendezvous and collectives agree."""
+    assert sorted(r["rank"] for r in group) == list(range(WORLD))
+    expected_pairs = sorted([r["rank"], r["node"]] for r in group)
+    for record in group:
+        assert (record["source"], record["world_size"], record["local_world_size"]) == ("torchrun", WORLD, PER_NODE)
+        assert record["rank"] == record["node"] * PER_NODE + record["local_rank"]  # torchrun's numbering
+        assert record["device"] == record["expected_device"] == "cpu"
+        assert record["all_reduce"] == [WORLD * (WORLD + 1) // 2] * 2
+        assert record["all_gather"] == expected_pairs  # every rank's (rank, node), in rank order
+        assert record["master"][0] == "127.0.0.1" and record["master_from"] == ["MASTER_ADDR", "MASTER_PORT"]
+        kind, message, seconds = record["guarded"]  # all alive: the guard let the error through unchanged
+        assert (kind, message) == ("RuntimeError", "a failure no lost rank explains") and seconds < 3
+    nodes = {r["node"] for r in group}
+    assert nodes == set(range(NODES))
+    assert all(sorted(r["local_rank"] for r in group if r["node"] == n) == [0, 1] for n in nodes)
 
 
-def test_a_killed_worker_restarts_the_group_which_resumes_from_its_checkpoint(
-    elastic_job: dict[str, list[dict]],
-) -> None:
-    first, second, final = elastic_job["first"], elastic_job["second"], elastic_job["final"]
-    # a restart happened: a second group of new processes, on the node whose worker died restart count 1
+def check_restart(first: list[dict], second: list[dict], final: list[dict]) -> None:
+    """The proof of the restart, and that the restarted group resumed where the first left off."""
+    # a second group of new processes; on the node whose worker died, restart count 1
     assert len(first) == len(second) == WORLD
     assert not {r["pid"] for r in first} & {r["pid"] for r in second}
     assert sorted(r["restart_count"] for r in second)[-PER_NODE:] == [1] * PER_NODE
@@ -88,9 +86,7 @@ def test_a_killed_worker_restarts_the_group_which_resumes_from_its_checkpoint(
     assert all(r["ran"] == list(range(KILL_AT, STEPS)) for r in final)
     # and ended where a run without the failure ends
     contributions = (sum(rank * number + 1 for rank in range(WORLD)) for number in range(STEPS))
-    uninterrupted = reduce(fold, contributions, 0)
-    assert {r["state"] for r in final} == {uninterrupted}
-    print(f"elastic two-node job: {elastic_job['seconds']:.1f} s, restarted at step {KILL_AT}")
+    assert {r["state"] for r in final} == {reduce(fold, contributions, 0)}
 
 
 def lost_rank_job(out: Path, world: int, victim: int, signal_name: str) -> list:
