@@ -208,6 +208,21 @@ VARIABLES += (
     ),
     Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
     Variable(
+        "TORCHELASTIC_USE_AGENT_STORE",
+        "boolean",
+        "set by torchrun",
+        "torch's own, set by torchrun for its workers: True when its agent, not rank 0, hosts the rendezvous store "
+        "(accelhal.distributed then names no rank when that store is lost).",
+    ),
+    Variable(
+        "TORCHELASTIC_MAX_RESTARTS",
+        "integer",
+        "set by torchrun",
+        "torch's own, how often torchrun may restart the job: above 0 with the agent's store shared, "
+        "init_process_group warns that restarted groups can read stale addresses (set "
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for torchrun).",
+    ),
+    Variable(
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
         "boolean",
         "unset",

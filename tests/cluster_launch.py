@@ -34,9 +34,12 @@ def free_port() -> int:
 
 
 def clean_env(**variables: str) -> dict[str, str]:
-    """This process's environment without any launcher's variables, on the cpu backend, plus ``variables``."""
+    """This process's environment without any launcher's variables, on the cpu backend, plus ``variables``.
+
+    ``ACCELHAL_ACCELERATOR=""`` among ``variables`` leaves the backend to selection.
+    """
     env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES and not k.startswith(DROPPED)}
-    env.update(ACCELHAL_ACCELERATOR="cpu", OMP_NUM_THREADS="1", **variables)
+    env.update({"ACCELHAL_ACCELERATOR": "cpu", "OMP_NUM_THREADS": "1", **variables})
     return env
 
 

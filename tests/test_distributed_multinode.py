@@ -13,6 +13,7 @@ from functools import reduce
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.cluster_launch import PYTHON, WORKER, clean_env, free_port, records, running, start, tail, wait
 from tests.distributed_cluster_worker import fold
@@ -21,18 +22,20 @@ NODES, PER_NODE, STEPS, KILL_AT = 2, 2, 8, 3
 WORLD = NODES * PER_NODE
 
 
-def torchrun_agents(out: Path, *worker_args: str, max_restarts: int) -> tuple[list[int | None], str]:
+def torchrun_agents(
+    out: Path, *worker_args: str, max_restarts: int = 0, per_node: int = PER_NODE, node_variables: tuple = ({}, {})
+) -> tuple[list[int | None], str]:
     """Run two torchrun agents (``--nnodes=2``, c10d rendezvous on a free port) to their end; exit codes, logs."""
     port = free_port()
-    # torch 2.13's torchrun keeps the store it shares with the workers across restarts, and the
-    # restarted workers then read the first group's gloo addresses ("Connection refused"):
-    # this variable gives each group a store of its own (accelhal warns of the shared one).
-    env = clean_env(TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     logs = [out / f"agent{node}.log" for node in range(NODES)]
     with running(out) as processes:
         for node, log in enumerate(logs):
+            # torch 2.13's torchrun keeps the store it shares with the workers across restarts, and the
+            # restarted workers then read the first group's gloo addresses ("Connection refused"):
+            # this variable gives each group a store of its own (accelhal warns of the shared one).
+            env = clean_env(TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1", **node_variables[node])
             command = [PYTHON, "-m", "torch.distributed.run", f"--nnodes={NODES}", f"--node-rank={node}"]
-            command += [f"--nproc-per-node={PER_NODE}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}"]
+            command += [f"--nproc-per-node={per_node}", "--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}"]
             command += [f"--rdzv-id=job-{port}", "--local-addr=127.0.0.1", f"--max-restarts={max_restarts}"]
             command += ["--monitor-interval=0.2", WORKER, *worker_args]
             processes.append(start(command, env, log))
@@ -87,6 +90,23 @@ def check_restart(first: list[dict], second: list[dict], final: list[dict]) -> N
     # and ended where a run without the failure ends
     contributions = (sum(rank * number + 1 for rank in range(WORLD)) for number in range(STEPS))
     assert {r["state"] for r in final} == {reduce(fold, contributions, 0)}
+
+
+@pytest.mark.multigpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_two_torchrun_agents_on_two_gpus_form_an_nccl_group(tmp_path: Path) -> None:
+    """Each agent, a stand-in for a node, sees one GPU (CUDA_VISIBLE_DEVICES): NCCL between the two."""
+    nodes = tuple({"ACCELHAL_ACCELERATOR": "", "CUDA_VISIBLE_DEVICES": str(n)} for n in range(NODES))
+    codes, logs = torchrun_agents(tmp_path, "report", str(tmp_path), per_node=1, node_variables=nodes)
+    assert codes == [0, 0], logs
+    group = records(tmp_path, "report-rank*.json")
+    assert sorted(r["rank"] for r in group) == list(range(NODES))
+    for record in group:
+        assert (record["backend"], record["device"], record["expected_device"]) == ("nccl", "cuda:0", "cuda:0")
+        assert record["local_rank"] == 0 and record["node"] == record["rank"]
+        assert record["all_reduce"] == [3, 3]
+        assert record["all_gather"] == [[0, 0], [1, 1]]
+        assert record["guarded"][:2] == ["RuntimeError", "a failure no lost rank explains"]
 
 
 def lost_rank_job(out: Path, world: int, victim: int, signal_name: str) -> list:
