@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ContractError,
         DistributedSetupError,
         PluginError,
+        RankLostError,
         UnknownBackendError,
         UnsupportedFeatureError,
     )
@@ -63,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "UnsupportedFeatureError": "accelhal.errors",
     "DistributedSetupError": "accelhal.errors",
     "CompileBackendError": "accelhal.errors",
+    "RankLostError": "accelhal.errors",
 }
 
 _SUBMODULES = ("distributed",)
@@ -94,6 +96,7 @@ __all__ = [
     "UnsupportedFeatureError",
     "DistributedSetupError",
     "CompileBackendError",
+    "RankLostError",
     "distributed",
 ]
 

@@ -159,6 +159,32 @@ class DistributedSetupError(ConfigurationError):
     """
 
 
+class RankLostError(AccelhalError, RuntimeError):
+    """A rank of the job's process group is gone (killed, crashed, its node down): the job cannot go on.
+
+    ``ranks`` are the lost ranks (empty when all that is known is that the node hosting the
+    rendezvous store is gone); ``rank`` and ``world_size`` are this process's; ``reason`` says how
+    the loss was seen. Raised by :func:`accelhal.distributed.check_lost_ranks` and
+    :func:`accelhal.distributed.lost_rank_guard`.
+    """
+
+    def __init__(self, ranks: Sequence[int], *, rank: int, world_size: int, reason: str) -> None:
+        self.ranks = tuple(ranks)
+        self.rank = rank
+        self.world_size = world_size
+        self.reason = reason
+        if self.ranks:
+            plural = len(self.ranks) > 1
+            who = f"rank{'s' if plural else ''} {', '.join(map(str, self.ranks))} of {world_size}"
+            lost = f"{who} {'are' if plural else 'is'} lost: {reason}"
+        else:
+            lost = f"a node of the job is lost: {reason}"
+        super().__init__(
+            f"{lost}; rank {rank} cannot go on with the job. See the lost rank's own output (killed? out of "
+            f"memory? its node down?) and restart the job (torchrun --max-restarts=N restarts it by itself)"
+        )
+
+
 class OpBuildError(AccelhalError, RuntimeError):
     """Building or loading an op builder's extension failed.
 

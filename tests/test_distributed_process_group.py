@@ -100,6 +100,22 @@ def test_mpi_launch_exports_torch_variables(environ: dict[str, str]) -> None:
     assert "LOCAL_WORLD_SIZE" not in environ  # Open MPI did not say, so neither do we
 
 
+@pytest.mark.parametrize("restarts", ["1", "0"])
+def test_torchruns_shared_store_with_restarts_is_warned_of(
+    environ: dict[str, str], caplog: pytest.LogCaptureFixture, restarts: str
+) -> None:
+    """torchrun hosts the store (here a real TCPStore playing its agent) and may restart the job: warned."""
+    _single(environ, TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_MAX_RESTARTS=restarts)
+    agent_store = dist.TCPStore("127.0.0.1", int(environ["MASTER_PORT"]), is_master=True, wait_for_workers=False)
+    with caplog.at_level("WARNING", logger="accelhal.distributed"):
+        ahd.init_process_group()
+    warned = [r.getMessage() for r in caplog.records if "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in r.getMessage()]
+    assert len(warned) == (restarts != "0")
+    if warned:
+        assert "--max-restarts=1" in warned[0] and "read the previous group's addresses" in warned[0]
+    del agent_store
+
+
 def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
     _single(environ)
     del environ["MASTER_ADDR"]
@@ -107,6 +123,15 @@ def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
     assert err.variable == "MASTER_ADDR"
     assert "MASTER_ADDR is not set but the rendezvous is env://" in str(err)
     assert "init_method='tcp://HOST:PORT'" in str(err)
+
+
+def test_mpi_across_nodes_without_master_addr_says_how_to_forward_it(environ: dict[str, str]) -> None:
+    environ.update(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="0")
+    environ.update(OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    err = _refusal()
+    assert err.variable == "MASTER_ADDR" and "MASTER_PORT" not in str(err).split(" but ")[0]
+    assert "mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=29500" in str(err)
+    assert "RANK" not in environ  # refused before anything was exported
 
 
 def test_missing_both_rendezvous_variables_with_explicit_env_method(environ: dict[str, str]) -> None:
@@ -121,6 +146,14 @@ def test_tcp_init_method_needs_no_master_variables(environ: dict[str, str]) -> N
     del environ["MASTER_ADDR"]
     setup = ahd.init_process_group(init_method=f"tcp://127.0.0.1:{port}")
     assert setup.world_size == 1
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf"])
+def test_bad_timeout_setting_is_refused_before_anything_is_set_up(environ: dict[str, str], value: str) -> None:
+    _single(environ, ACCELHAL_DIST_TIMEOUT=value)
+    with pytest.raises(accelhal.ConfigurationError, match="ACCELHAL_DIST_TIMEOUT=.* is not a positive number") as info:
+        ahd.init_process_group()
+    assert info.value.variable == "ACCELHAL_DIST_TIMEOUT" and not dist.is_initialized()
 
 
 def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -> None:

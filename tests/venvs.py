@@ -75,6 +75,29 @@ def _accelhal_dependencies() -> list[str]:
     return [r for r in importlib.metadata.requires("accelhal") or [] if "extra ==" not in r]
 
 
+def _cached(name: str, key_inputs: object) -> Path:
+    """The cache directory for ``name`` built from ``key_inputs`` (their hash is part of its name)."""
+    key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:16]
+    root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
+    return root / f"{name}-{key}"
+
+
+def prefix_install(name: str, *requirements: str) -> Path:
+    """``pip install --prefix`` of ``requirements`` (no dependencies) into a cached directory; returns it.
+
+    For packages whose files would clash with the test environment's own (MPICH's ``bin/mpiexec``
+    beside Open MPI's); built once and kept beside the vendor venvs.
+    """
+    key_inputs = {"python": sys.version, "requirements": requirements}
+    path = _cached(f"prefix-{name}", key_inputs)
+    with locked(path):
+        if not (path / _COMPLETE).is_file():
+            shutil.rmtree(path, ignore_errors=True)
+            run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(path), *requirements])
+            (path / _COMPLETE).write_text(json.dumps(key_inputs, indent=2))
+    return path
+
+
 def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
     """A real venv: each of ``steps`` is one ``pip install`` of requirements; returns its python.
 
@@ -83,9 +106,7 @@ def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
     itself from a fresh wheel of the checkout (built into ``wheels``) on every call.
     """
     key_inputs = {"python": sys.version, "steps": steps, "accelhal": _accelhal_dependencies()}
-    key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:16]
-    root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
-    path = root / f"venv-{name}-{key}"
+    path = _cached(f"venv-{name}", key_inputs)
     python = path / "bin" / "python"
     with locked(path):
         if not (path / _COMPLETE).is_file():
