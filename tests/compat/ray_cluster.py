@@ -3,7 +3,8 @@
 Each node is one ``ray start`` run in a session of its own (``start_new_session``): every
 process the node starts (GCS, raylet, agents and the workers, which take a process group of
 their own but stay in the session) carries that session id, and :meth:`LocalCluster.stop`
-kills exactly those. ``ray stop`` is never used: it kills every Ray process of the machine
+kills exactly those (and, should one have left the session, any process naming the cluster's
+directory). ``ray stop`` is never used: it kills every Ray process of the machine
 by name, other clusters included. Every port is chosen free, the temporary directory is
 unique and short (Ray's Unix sockets live under it), so clusters of parallel test processes
 do not meet.
@@ -89,12 +90,13 @@ class LocalCluster:
         self._start(f"node{len(self.sessions)}", [f"--address={self.address}", *options], env, timeout)
 
     def processes(self) -> list[int]:
-        """The pids of every process in the nodes' sessions."""
+        """The pids of every process in the nodes' sessions, or naming the cluster's directory."""
         found = []
-        for pid in psutil.pids():
-            with contextlib.suppress(OSError):
-                if os.getsid(pid) in self.sessions:
-                    found.append(pid)
+        root = str(self.root)
+        for process in psutil.process_iter(["pid", "cmdline"]):
+            with contextlib.suppress(OSError, psutil.Error):
+                if os.getsid(process.pid) in self.sessions or any(root in arg for arg in process.info["cmdline"] or ()):
+                    found.append(process.pid)
         return found
 
     def stop(self) -> None:
