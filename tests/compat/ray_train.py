@@ -14,7 +14,7 @@ Every run starts from the same seed and data; each rank writes its record (losse
 process-group backend, node, assigned resources; on accelhal's path also the backend, its
 visible-devices variables and what Ray's own ``get_device()`` says there) to ``DIR``. The runs
 start together. The driver itself holds no device; it also records what ``device()`` says
-outside a worker.
+outside a worker and what ``torch_config()`` says of an option it does not take.
 """
 
 from __future__ import annotations
@@ -125,15 +125,20 @@ def fit(name: str, path: str, resource: str, workers: int, out: Path) -> None:
     trainer.fit()
 
 
-def driver_device_error() -> str:
-    """What :func:`accelhal.compat.ray.device` raises in the driver (no Ray Train worker)."""
+def driver_errors() -> dict[str, str]:
+    """What the driver's misuses raise: ``device()`` outside a worker, ``torch_config()`` with an unknown option."""
     from accelhal.compat import ray as accelhal_ray
 
-    try:
-        accelhal_ray.device()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return ""
+    errors = {}
+    for name, call in {
+        "device": accelhal_ray.device,
+        "torch_config": lambda: accelhal_ray.torch_config(gpus=1),
+    }.items():
+        try:
+            call()
+        except Exception as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+    return errors
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         records.sort(key=lambda r: r["rank"])
     result = {
         "runs": ranks,
-        "driver_device_error": driver_device_error(),
+        "driver_errors": driver_errors(),
         "driver_node": ray.get_runtime_context().get_node_id(),
         "cluster_resources": ray.cluster_resources(),
         "nodes": {node["NodeID"]: node["Resources"] for node in ray.nodes() if node["Alive"]},

@@ -196,9 +196,12 @@ def test_npu_workers_take_the_device_ray_made_visible(trained: dict[str, Any]) -
         assert mine["losses"] == rays["losses"]
 
 
-def test_device_outside_a_ray_train_worker_is_a_named_error(trained: dict[str, Any]) -> None:
-    error = trained["driver_device_error"]
-    assert error.startswith("DistributedSetupError: ") and "Ray Train worker" in error
+def test_the_drivers_misuses_are_named_errors(trained: dict[str, Any]) -> None:
+    errors = trained["driver_errors"]
+    assert errors["device"].startswith("DistributedSetupError: ") and "Ray Train worker" in errors["device"]
+    assert errors["torch_config"] == (
+        "ConfigurationError: torch_config() takes TorchConfig's options (backend, init_method, timeout_s), not gpus"
+    )
 
 
 def test_the_cluster_is_gone_after_the_block(trained: dict[str, Any]) -> None:

@@ -107,11 +107,25 @@ def torch_config(**options: Any) -> Any:
     ``torch.distributed`` backend, are a :class:`~accelhal.DistributedSetupError`. The
     training function then runs with the worker's :func:`device` made current. ``options``
     are ``TorchConfig``'s (``init_method``, ``timeout_s``; an explicit ``backend`` is used
-    as given).
+    as given); any other is a :class:`~accelhal.ConfigurationError`.
     """
     _require_ray()
+    import dataclasses
+
     from accelhal.compat.ray import _train
 
+    accepted = sorted(
+        f.name for f in dataclasses.fields(_train.AccelhalTorchConfig) if f.name != "backend_from_workers"
+    )
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        from accelhal.errors import ConfigurationError
+
+        raise ConfigurationError(
+            f"torch_config() takes TorchConfig's options ({', '.join(accepted)}), not {', '.join(unknown)}",
+            variable="torch_config",
+            value=unknown,
+        )
     return _train.AccelhalTorchConfig(**options, backend_from_workers=options.get("backend") is None)
 
 
