@@ -61,7 +61,12 @@ class LocalCluster:
         log = self.root / f"{name}.log"
         self.logs.append(log)
         command = [*ray_command(), "start", *options, *self._ports()]
-        command += ["--disable-usage-stats", f"--temp-dir={self.root}", f"--object-store-memory={OBJECT_STORE_BYTES}"]
+        command += [
+            "--node-ip-address=127.0.0.1",
+            "--disable-usage-stats",
+            f"--temp-dir={self.root}",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+        ]
         with open(log, "w") as out:
             process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, env=dict(env), start_new_session=True

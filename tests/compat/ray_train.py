@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import ray
 
-    ray.init(address=args.address, log_to_driver=False, configure_logging=False)
+    ray.init(address=args.address, _node_ip_address="127.0.0.1", log_to_driver=False, configure_logging=False)
     deadline = time.monotonic() + 60  # a joining raylet registers shortly after its `ray start` returns
     while sum(node["Alive"] for node in ray.nodes()) < args.nodes and time.monotonic() < deadline:
         time.sleep(0.5)
