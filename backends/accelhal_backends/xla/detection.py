@@ -117,7 +117,7 @@ def cpu_devices() -> int | Verdict:
     raw = os.environ.get(CPU_NUM_DEVICES, "").strip() or "1"
     if not raw.isdecimal() or int(raw) < 1:
         return Verdict.broken(
-            f"{CPU_NUM_DEVICES}={raw!r} is not a device count",
+            f"{CPU_NUM_DEVICES}={raw} is not a device count",
             hint=f"set {CPU_NUM_DEVICES} to a whole number >= 1, or unset it for one device",
         )
     return int(raw)
