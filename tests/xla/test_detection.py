@@ -30,6 +30,8 @@ from accelhal.errors import BackendUnavailableError
 def detect(variables):
     for name in ("PJRT_DEVICE", "CPU_NUM_DEVICES", "ACCELHAL_ACCELERATOR"):
         os.environ.pop(name, None)
+    if variables.pop("import torch_xla first", None):
+        import torch_xla  # as Accelerate does whenever torch_xla is installed
     os.environ.update(variables)
     accelhal.reset_accelerator()
     report = accelhal.detect()
@@ -75,7 +77,7 @@ def detect(*cases: dict[str, str]) -> list[dict[str, Any]]:
     """Run :data:`DETECT` on ``cases`` (each the torch_xla variables it sets) in one fresh interpreter.
 
     The interpreter starts with none of these variables; cases that import torch_xla must come last
-    (importing it changes the process).
+    (importing it changes the process). A case ``{"import torch_xla first": "1"}`` imports it before detecting.
     """
     env = {k: v for k, v in os.environ.items() if k not in TORCH_XLA_VARIABLES}
     command = [sys.executable, "-c", DETECT, json.dumps(cases)]
@@ -106,7 +108,9 @@ REFUSED = {
 
 @pytest.mark.skipif(tpu_chips() > 0, reason="a TPU is attached: PJRT_DEVICE unset and TPU mean a device here")
 def test_no_device_chosen_is_refused_before_torch_xla_is_imported() -> None:
-    unset, *refused = detect({}, *(variables for variables, _, _ in REFUSED.values()))
+    unset, *refused, imported = detect(
+        {}, *(variables for variables, _, _ in REFUSED.values()), {"import torch_xla first": "1"}
+    )
     print(f"PJRT_DEVICE unset: probe {unset['probe_seconds'] * 1e3:.2f} ms (imports nothing)")
     assert (unset["chosen"], unset["rule"], unset["status"]) == ("cpu", "fallback", "no-device")
     assert unset["reason"].startswith("PJRT_DEVICE is unset and no TPU is attached")
@@ -119,3 +123,6 @@ def test_no_device_chosen_is_refused_before_torch_xla_is_imported() -> None:
         assert found["reason"].startswith(case) and says in found["reason"], found["reason"]
         assert says in found["forced"], found["forced"]
     assert not any(found["imported"] for found in (unset, *refused))
+    # a process that imported torch_xla with PJRT_DEVICE unset has chosen XLA's CPU client: torch_xla wrote it
+    assert (imported["pjrt_device"], imported["chosen"], imported["status"]) == ("CPU", "xla", "available")
+    assert imported["runtime_started"] is False

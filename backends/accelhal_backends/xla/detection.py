@@ -5,8 +5,8 @@ or a plugin's name: ``NEURON``, ``XPU``, ...; torch_xla reads the part before th
 ``_``). When ``PJRT_DEVICE`` is unset, ``import torch_xla`` writes it: ``TPU`` where libtpu
 and a TPU chip are found, ``NEURON`` where libneuronxla is installed, else ``CPU`` with the
 warning "Defaulting to PJRT_DEVICE=CPU". accelhal does not take that CPU fallback for a
-device: torch_xla installed beside CUDA (Accelerate and transformers import it when they
-find it) must not turn a GPU or CPU job into an XLA one.
+device: torch_xla merely installed, beside CUDA or on a plain host, must not turn a GPU or
+CPU job into an XLA one.
 
 So the probe reads, in order, and imports nothing until a device is found:
 
