@@ -1,7 +1,7 @@
-"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``.
+"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``, ``nox -s xla``.
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
-multi-GB CUDA build of torch is pulled in.
+multi-GB CUDA build of torch is pulled in; ``xla`` is the exception (torch_xla 2.9 needs torch 2.9).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.default_venv_backend = "venv"
 
 TORCH = "torch==2.13.0"
+XLA = ("torch==2.9.*", "torch_xla==2.9.*")
+"""torch_xla 2.9 and the torch it is built for; torch 2.9 from the package index is its CUDA build (runs on the CPU)."""
 
 
 def install_project(session: nox.Session, extras: str) -> None:
@@ -47,6 +49,18 @@ def deepspeed(session: nox.Session) -> None:
     """The DeepSpeed bridge against DeepSpeed from the package index (``tests/compat``)."""
     install_project(session, "test,deepspeed")
     session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+
+
+@nox.session
+def xla(session: nox.Session) -> None:
+    """The xla backend against real torch_xla on XLA's CPU client (``tests/xla``): detection, the kit, training.
+
+    About 3 GB to install (torch 2.9's CUDA build and its nvidia-* wheels); only pytest besides.
+    """
+    session.install(*XLA)
+    session.install("-e", ".", "pytest")
+    client = {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}
+    session.run("python", "-m", "pytest", "tests/xla", "-rP", "-p", "no:cacheprovider", *session.posargs, env=client)
 
 
 @nox.session

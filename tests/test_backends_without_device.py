@@ -1,8 +1,8 @@
 """Each backend on this machine, against the real torch modules and the real absence of vendor packages.
 
 torch here is a CPU build: ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no
-device, and torch_npu, torch_mlu, torch_sdaa, torch_supa, torch_musa and habana_frameworks are not
-installed.
+device, and torch_npu, torch_mlu, torch_sdaa, torch_supa, torch_musa, habana_frameworks and torch_xla are
+not installed (the xla backend with torch_xla installed is tested by ``tests/xla``, ``nox -s xla``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ VENDOR_PACKAGES = {
     "sdaa": "torch_sdaa",
     "supa": "torch_supa",
     "musa": "torch_musa",
+    "xla": "torch_xla",
 }
 NO_DEVICE_REASON = "torch loads but torch.{}.device_count() is 0"
 CPU_ONLY = "; CUDA flavour: none (CPU-only torch build)"  # the cuda probe names the CUDA of the torch build
@@ -145,7 +146,7 @@ def test_detection_creates_no_cuda_context() -> None:
 
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "generic"):
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "xla", "generic"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

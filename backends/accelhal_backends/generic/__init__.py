@@ -28,7 +28,7 @@ from accelhal.hookspecs import hookimpl
 from accelhal.spec import BackendSpec, Verdict
 
 PRIORITY = 150
-"""Below every named built-in backend (the lowest is cuda, 300) and above cpu (100)."""
+"""Below every named built-in backend (the lowest is xla, 200) and above cpu (100)."""
 
 
 def current_device_type() -> str | None:
