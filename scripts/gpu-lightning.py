@@ -24,21 +24,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loss_tables import table, verdict
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "tests" / "compat" / "lightning_train.py"
-
-
-def _table(title: str, theirs: list[float], ours: list[float]) -> float:
-    print(f"\n{title}\n{'step':>4}  {'Lightning':>22}  {'accelhal':>22}  {'|diff|':>10}")
-    for step, (a, b) in enumerate(zip(theirs, ours, strict=True)):
-        print(f"{step:>4}  {a!r:>22}  {b!r:>22}  {abs(a - b):>10.3g}")
-    return max(abs(a - b) for a, b in zip(theirs, ours, strict=True))
 
 
 def _compare(title: str, theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
     """Print one comparison; returns what differs."""
     problems = []
-    diff = _table(title, theirs["losses"], ours["losses"])
+    diff = table(title, ("Lightning", "accelhal"), theirs["losses"], ours["losses"])
     if diff != 0.0:
         problems.append(f"{title}: losses differ, max |diff| {diff:.3g}")
     placed = ("root_device", "device", "param_device", "autocast", "process_group_backend")
@@ -89,11 +84,7 @@ def main() -> int:
         theirs_ranks, ours_ranks = _ddp(args.baseline)
         for theirs, ours in zip(theirs_ranks, ours_ranks, strict=True):
             problems += _compare(f"DDP rank {theirs['rank']} of {theirs['world_size']}, 32-true", theirs, ours)
-    print()
-    for problem in problems:
-        print("DIFFERS: " + problem)
-    print("RESULT: " + ("identical" if not problems else f"{len(problems)} difference(s)"))
-    return 1 if problems else 0
+    return verdict(problems)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -28,3 +29,11 @@ def child_environment(**overrides: str) -> dict[str, str]:
     env.update(PYTHONPATH=path, OMP_NUM_THREADS="1")
     env.update(overrides)
     return env
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (for a launcher that cannot pick its own)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import torch
 
 import accelhal
+from accelhal.compat._placement import is_host
 from accelhal.contract import Accelerator
 from accelhal.errors import AccelhalError, ConfigurationError, UnsupportedFeatureError
 
@@ -35,11 +36,6 @@ _MIXED_DTYPES = {"bf16-mixed": "is_bf16_supported", "16-mixed": "is_fp16_support
 
 def _contract() -> Accelerator:
     return accelhal.get_accelerator()
-
-
-def _is_host(acc: Accelerator) -> bool:
-    """True when the backend's devices carry no index (the host): any number of processes share it."""
-    return acc.device(0).index is None
 
 
 def _device_list(devices: object) -> list[int] | int:
@@ -85,7 +81,7 @@ def parse_devices(devices: object) -> list[int]:
             variable="devices",
             value=devices,
         )
-    if not _is_host(acc) and max(wanted) >= count:
+    if not is_host(acc) and max(wanted) >= count:
         raise ConfigurationError(
             f"devices={devices!r} asks for device index {max(wanted)}, but the {acc.name} backend sees "
             f"{count} device(s) (indices 0 to {count - 1})",
@@ -98,7 +94,7 @@ def parse_devices(devices: object) -> list[int]:
 def get_parallel_devices(devices: Sequence[int]) -> list[torch.device]:
     """The ``torch.device`` of each index (all ``cpu`` on the host backend: one process each)."""
     acc = _contract()
-    if _is_host(acc):  # one unindexed device that any number of processes share
+    if is_host(acc):  # one unindexed device that any number of processes share
         return [acc.device() for _ in devices]
     return [acc.device(index) for index in devices]
 
@@ -106,7 +102,7 @@ def get_parallel_devices(devices: Sequence[int]) -> list[torch.device]:
 def auto_device_count() -> int:
     """The backend's device count; 1 on the host, as Lightning's cpu accelerator does."""
     acc = _contract()
-    return 1 if _is_host(acc) else max(acc.device_count(), 1)
+    return 1 if is_host(acc) else max(acc.device_count(), 1)
 
 
 def is_available() -> bool:
