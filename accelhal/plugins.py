@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from accelhal import hookspecs
 from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
+from accelhal.entry_points import name_and_version
 from accelhal.errors import ConfigurationError, PluginError
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
@@ -206,8 +207,7 @@ def _record_for(ep: metadata.EntryPoint, identities: dict[str, tuple[str, str]])
     else:
         key = str(getattr(dist, "_path", id(dist)))
         if key not in identities:
-            meta = dist.metadata
-            identities[key] = (meta["Name"], meta["Version"])
+            identities[key] = name_and_version(dist)
         dist_name, version = identities[key]
     return PluginRecord(
         name=ep.name,
