@@ -15,10 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from accelhal._version import __version__
-
 if TYPE_CHECKING:
     from accelhal import distributed
+    from accelhal._version import __version__
     from accelhal.compiling import CompileChoice
     from accelhal.contract import Accelerator
     from accelhal.device_module import DeviceModuleAccelerator
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability, Status, Verdict
 
 _EXPORTS: dict[str, str] = {
+    "__version__": "accelhal._version",
     "get_accelerator": "accelhal.selection",
     "set_accelerator": "accelhal.selection",
     "reset_accelerator": "accelhal.selection",

@@ -92,7 +92,8 @@ LAUNCHERS: tuple[Launcher, ...] = (
 )
 """The launchers :func:`read_launch_env` knows, in the order it tries them."""
 
-_SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$", re.ASCII)
+_SLURM_COUNT = r"^(\d+)(?:\(x(\d+)\))?$"
+"""One item of Slurm's task counts (``4(x2)``); compiled by :mod:`re` on first use, under Slurm only."""
 
 
 @record(frozen=True)
@@ -336,7 +337,7 @@ def _parse_local_size(env: Mapping[str, str], launcher: Launcher, name: str) -> 
         return _parse_int(env, name, minimum=1)
     counts = []
     for part in env[name].strip().split(","):
-        match = _SLURM_COUNT.match(part.strip())
+        match = re.match(_SLURM_COUNT, part.strip(), re.ASCII)
         if not match or int(match[1]) < 1:
             raise DistributedSetupError(
                 f"{name} must be Slurm's task count per node such as '4' or '4(x2),2', got {env[name]!r}",
