@@ -12,6 +12,8 @@ import pytest
 
 import accelhal
 from accelhal import selection
+from tests.sharing import RunCache, run_directory
+from tests.venvs import REPO
 
 ACCELHAL_VARIABLES = (
     "ACCELHAL_ACCELERATOR",
@@ -82,6 +84,18 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     for module in added:
         sys.modules.pop(module, None)
     selection.reset_accelerator()
+
+
+@pytest.fixture(scope="session")
+def run_cache(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> RunCache:
+    """Artefacts built once per test run, shared by all its xdist workers (:mod:`tests.sharing`)."""
+    return RunCache(run_directory(pytestconfig, tmp_path_factory) / "run-cache")
+
+
+@pytest.fixture(scope="session")
+def accelhal_wheel(run_cache: RunCache) -> Path:
+    """A wheel of this checkout, built once per test run."""
+    return run_cache.wheel(REPO)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
