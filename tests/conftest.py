@@ -7,11 +7,13 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import accelhal
 from accelhal import selection
+from tests import parallel
 from tests.sharing import RunCache, run_directory
 from tests.venvs import REPO
 
@@ -98,8 +100,21 @@ def accelhal_wheel(run_cache: RunCache) -> Path:
     return run_cache.wheel(REPO)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n`` without ``--dist`` spreads the suite as :mod:`tests.parallel` says."""
+    parallel.choose_distribution(config)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole modules (or ``xdist_group`` groups) to one worker each, the slow ones first (:mod:`tests.parallel`)."""
+    return parallel.make_scheduler(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    """Skip GPU-marked tests, with the reason, where no CUDA device is visible; order the units for xdist."""
+    parallel.order_for_workers(config, items)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:
         return
