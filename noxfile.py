@@ -24,9 +24,9 @@ def install_project(session: nox.Session, extras: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (the GPU-marked tests skip themselves without a GPU)."""
+    """Run the test suite, one pytest-xdist worker per core (the GPU-marked tests skip themselves without a GPU)."""
     install_project(session, "test")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session

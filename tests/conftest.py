@@ -7,11 +7,15 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import accelhal
 from accelhal import selection
+from tests import parallel
+from tests.sharing import RunCache, run_directory
+from tests.venvs import REPO
 
 ACCELHAL_VARIABLES = (
     "ACCELHAL_ACCELERATOR",
@@ -84,8 +88,33 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     selection.reset_accelerator()
 
 
+@pytest.fixture(scope="session")
+def run_cache(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> RunCache:
+    """Artefacts built once per test run, shared by all its xdist workers (:mod:`tests.sharing`)."""
+    return RunCache(run_directory(pytestconfig, tmp_path_factory) / "run-cache")
+
+
+@pytest.fixture(scope="session")
+def accelhal_wheel(run_cache: RunCache) -> Path:
+    """A wheel of this checkout, built once per test run."""
+    return run_cache.wheel(REPO)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n`` without ``--dist`` spreads the suite as :mod:`tests.parallel` says."""
+    parallel.choose_distribution(config)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole modules (or ``xdist_group`` groups) to one worker each, the slow ones first (:mod:`tests.parallel`)."""
+    return parallel.make_scheduler(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    """Skip GPU-marked tests, with the reason, where no CUDA device is visible; order the units for xdist."""
+    parallel.order_for_workers(config, items)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:
         return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,7 @@ import accelhal
 import accelhal.distributed as ahd
 from accelhal.distributed import process_group
 from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests.sharing import free_port
 
 
 class _VendorLikeCpu(CpuAccelerator):
@@ -22,12 +22,6 @@ class _VendorLikeCpu(CpuAccelerator):
     _communication_backend_name = "hccl"
     _visible_devices_envs = ("DEMO_VISIBLE_DEVICES",)
     _export_envs = ("DEMO_", "GLOO_")
-
-
-def _free_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return str(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -50,7 +44,7 @@ def environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 
 def _single(env: dict[str, str], **extra: str) -> None:
     env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1")
-    env["MASTER_PORT"] = _free_port()
+    env["MASTER_PORT"] = str(free_port())
     env.update(extra)
 
 
@@ -93,7 +87,7 @@ def test_group_set_up_by_torch_directly_is_accepted_or_refused(environ: dict[str
 
 def test_mpi_launch_exports_torch_variables(environ: dict[str, str]) -> None:
     environ.update(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="1", OMPI_COMM_WORLD_LOCAL_RANK="0")
-    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_free_port())
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     setup = ahd.init_process_group()
     assert setup.launch.source == "openmpi"
     assert (environ["RANK"], environ["WORLD_SIZE"], environ["LOCAL_RANK"]) == ("0", "1", "0")
@@ -170,7 +164,7 @@ def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -
 def test_refused_mpi_launch_writes_no_torch_variables(environ: dict[str, str]) -> None:
     """An Open MPI launch whose local rank has no device is refused before RANK etc. are exported."""
     environ.update(OMPI_COMM_WORLD_RANK="63", OMPI_COMM_WORLD_SIZE="64", OMPI_COMM_WORLD_LOCAL_RANK="63")
-    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_free_port())
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     before = dict(environ)
     err = _refusal()
     assert "OMPI_COMM_WORLD_LOCAL_RANK=63" in str(err)

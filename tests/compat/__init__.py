@@ -16,6 +16,10 @@ requires_deepspeed = pytest.mark.skipif(
     reason="needs the deepspeed extra: pip install 'accelhal[deepspeed]'",
 )
 
+uses_cpu_adam = pytest.mark.xdist_group("deepspeed-cpu-adam")
+"""The modules whose processes load DeepSpeed's ``cpu_adam`` from ``deepspeed_ops_cache``: one worker runs them
+in turn, so that the first builds it and the others load it rather than wait in a child for another worker's build."""
+
 
 def child_environment(**overrides: str) -> dict[str, str]:
     """This process's environment without launcher, accelhal or DeepSpeed selection variables, plus ``overrides``.

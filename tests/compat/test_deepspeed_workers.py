@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat import REPO, child_environment, free_port, requires_deepspeed
+from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
+from tests.sharing import free_port
 
-pytestmark = requires_deepspeed
+pytestmark = [requires_deepspeed, uses_cpu_adam]
 
 SCRIPT = Path(__file__).with_name("deepspeed_train.py")
 ADAPTER = "AccelhalDeepSpeedAccelerator"
