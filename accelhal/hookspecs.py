@@ -217,6 +217,7 @@ def backends_hook(*specs: BackendSpec) -> Callable[[Callable[[BackendSpec], None
     return accelhal_register_backends
 
 
+_PLUGGY_UNWRAPS = (classmethod, staticmethod, types.MethodType)
 NEEDS_PLUGGY = object()
 """What :func:`module_hook_options` answers for a value only pluggy's own search can judge."""
 
@@ -233,7 +234,7 @@ def module_hook_options(module: types.ModuleType, name: str) -> dict[str, Any] |
     if isinstance(value, types.FunctionType):
         options = value.__dict__.get(IMPL_ATTRIBUTE)
         return options if isinstance(options, dict) else None
-    if isinstance(value, (classmethod, staticmethod, types.MethodType)):
+    if isinstance(value, _PLUGGY_UNWRAPS):
         return NEEDS_PLUGGY
     return None
 
@@ -247,10 +248,11 @@ def module_hooks(module: object, hook: str) -> list[Callable[..., Any]] | None:
     if not isinstance(module, types.ModuleType):
         return None
     found: list[Callable[..., Any]] = []
-    for name in list(module.__dict__):
-        options = module_hook_options(module, name)
-        if options is NEEDS_PLUGGY:
+    for name, value in list(module.__dict__.items()):  # module_hook_options, inlined: a module has many names
+        if isinstance(value, types.FunctionType):
+            options = value.__dict__.get(IMPL_ATTRIBUTE)
+            if isinstance(options, dict) and (options.get("specname") or name) == hook:
+                found.append(value)
+        elif isinstance(value, _PLUGGY_UNWRAPS):
             return None
-        if isinstance(options, dict) and (options.get("specname") or name) == hook:
-            found.append(module.__dict__[name])
     return found

@@ -11,8 +11,9 @@ accelhal (``docs/lightning.md`` lists them)::
 The model, data and Trainer settings are those of ``tests/compat/lightning_train.py``
 (``seed_everything(0)``, ``deterministic=True``). The accelhal backend is forced to the
 baseline's name, so a machine without the device fails instead of comparing on the host.
-Exits 1 when a loss differs at all (printing the largest absolute difference) or when the
-accelhal run trained elsewhere than Lightning's.
+Exits 1 when a loss differs at all (printing the largest absolute difference), when the
+accelhal run trained elsewhere than Lightning's, or when the accelhal run's log lacks its line
+saying which backend and device it used (on cuda: with the note on Lightning's own line).
 """
 
 from __future__ import annotations
@@ -42,6 +43,16 @@ def _compare(title: str, theirs: dict[str, Any], ours: dict[str, Any]) -> list[s
             problems.append(f"{title}: {key} is {ours.get(key)!r} with accelhal, {theirs.get(key)!r} with Lightning")
     print("  placed: " + ", ".join(f"{key}={ours.get(key)!r}" for key in placed))
     return problems
+
+
+def _device_lines(ours: dict[str, Any], baseline: str) -> list[str]:
+    """Print Lightning's device lines of the accelhal run; what is missing from accelhal's own line."""
+    lines = [line for line in ours.get("log", []) if "available" in line or line.startswith("accelhal:")]
+    print("  log: " + " | ".join(lines))
+    wanted = [f"accelhal: backend {baseline!r} used: True ("]
+    if baseline in ("cuda", "mps"):
+        wanted.append("counts only its own")
+    return [f"the log lacks {text!r}" for text in wanted if not any(text in line for line in lines)]
 
 
 def _ddp(baseline: str) -> list[dict[str, Any]]:
@@ -80,6 +91,7 @@ def main() -> int:
         theirs = train("lightning.pytorch", args.baseline, precision, steps=args.steps)
         ours = train("lightning.pytorch", "accelhal", precision, steps=args.steps)
         problems += _compare(f"single device, {precision}", theirs, ours)
+        problems += _device_lines(ours, args.baseline)
     if args.ddp:
         theirs_ranks, ours_ranks = _ddp(args.baseline)
         for theirs, ours in zip(theirs_ranks, ours_ranks, strict=True):

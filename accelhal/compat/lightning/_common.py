@@ -32,6 +32,8 @@ _STAT_MEMBERS = {
 """The keys ``get_device_stats`` adds to ``memory_stats()``, each from the contract member named."""
 
 _MIXED_DTYPES = {"bf16-mixed": "is_bf16_supported", "16-mixed": "is_fp16_supported"}
+_LIGHTNING_GPU_TYPES = {"cuda": "CUDAAccelerator", "mps": "MPSAccelerator"}
+"""The device types Lightning's "GPU available ..., used" line knows, with the only class it counts as using one."""
 
 
 def _contract() -> Accelerator:
@@ -191,6 +193,7 @@ class AccelhalLightningAccelerator:
         self._place_run(trainer, acc)
         self._match_precision(trainer, acc)
         self._check_process_group(trainer, acc)
+        self._log_device(trainer, acc)
 
     def teardown(self) -> None:
         """Release the backend's cached memory (``empty_cache``)."""
@@ -260,6 +263,23 @@ class AccelhalLightningAccelerator:
             plugin.device = acc.device_type
             if plugin.scaler is not None:
                 plugin.scaler = torch.amp.GradScaler(device=acc.device_type)
+
+    def _log_device(self, trainer: Any, acc: Accelerator) -> None:
+        """Say, in Lightning's log, which backend and device the run uses.
+
+        Lightning's own line (``GPU available: True (cuda), used: False``, with the warning "GPU
+        available but not used") asks only whether the accelerator *is* its ``CUDAAccelerator``
+        or ``MPSAccelerator`` (``isinstance``, in ``_log_device_info``); there is no registry or
+        member a custom accelerator can answer it with, so on cuda and mps this line says what
+        Lightning's does not.
+        """
+        used = f"accelhal: backend {acc.name!r} used: True ({trainer.strategy.root_device})"
+        if acc.device_type in _LIGHTNING_GPU_TYPES:
+            used += (
+                f"; Lightning's 'GPU available: ..., used: False' above counts only its own "
+                f"{_LIGHTNING_GPU_TYPES[acc.device_type]}, this run is on the GPU"
+            )
+        self._lightning("utilities").rank_zero_info(used)
 
     def _check_process_group(self, trainer: Any, acc: Accelerator) -> None:
         used = getattr(trainer.strategy, "process_group_backend", None)
