@@ -140,7 +140,7 @@ def test_the_cause_is_said_once_not_once_per_backend(broken: Callable[..., Resul
     for text in (raised, explanation):
         assert text.count("libbroken.so: cannot open shared object file") == 1, text
         assert ".." not in text
-    names = "xpu, brokendev, npu, sdaa, mps, hpu, mlu, supa, musa and cuda"
+    names = "xpu, brokendev, npu, sdaa, mps, hpu, mlu, supa, musa, cuda and xla"
     assert "not even the cpu fallback: cpu: broken (torch itself cannot load: 'import torch' runs" in raised
     assert f"No such file or directory.). {names} are broken for the same reason. Hint: Make broken-vendor" in raised
 

@@ -39,6 +39,7 @@ from accelhal.entry_points import find as find_entry_points
 from accelhal.verdict import Verdict
 
 PJRT_DEVICE = "PJRT_DEVICE"
+TPU_LIBRARY_PATH = "TPU_LIBRARY_PATH"
 """torch_xla's variable naming the PJRT client (the device type) of the process."""
 CPU_NUM_DEVICES = "CPU_NUM_DEVICES"
 """How many devices XLA's CPU client shows (default 1)."""
@@ -73,7 +74,7 @@ def tpu_chips(devices: Path = PCI_DEVICES) -> int:
 
 def libtpu_found() -> bool:
     """Whether torch_xla would find libtpu: ``TPU_LIBRARY_PATH``, its bundled copy, or the ``libtpu`` package."""
-    if os.environ.get("TPU_LIBRARY_PATH"):
+    if os.environ.get(TPU_LIBRARY_PATH):
         return True
     spec = importlib.util.find_spec("torch_xla")
     locations = list(spec.submodule_search_locations or []) if spec else []
