@@ -45,14 +45,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
-from accelhal import compiling, fast_paths
+from accelhal import fast_paths
 from accelhal.arguments import check_device_index, check_tensor
-from accelhal.compiling import CompileChoice
 from accelhal.fast_paths import tensor_factory_property
 from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability
 from accelhal.text import quote
 
 if TYPE_CHECKING:
+    from accelhal.compiling import CompileChoice
     from accelhal.report import AcceleratorInfo
 
 _T = TypeVar("_T")
@@ -650,8 +650,10 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     def compile_backend_choice(self) -> CompileChoice:
         """What :meth:`get_compile_backend` answers, and why (``accelhal info`` shows it)."""
+        from accelhal import compiling
+
         if self._compile_backend:
-            return CompileChoice(self._compile_backend, "chosen with set_compile_backend()", "set")
+            return compiling.CompileChoice(self._compile_backend, "chosen with set_compile_backend()", "set")
         return compiling.choose(self.device_type, self._vendor_compile_backend())
 
     def set_compile_backend(self, backend: str) -> None:
@@ -662,6 +664,8 @@ class Accelerator(metaclass=_AcceleratorMeta):
         device Inductor generates no code for; the message names the backend that works there.
         Imports ``torch._dynamo`` (seconds, once per process).
         """
+        from accelhal import compiling
+
         compiling.check(backend, self.device_type, self._vendor_compile_backend())
         self._compile_backend = backend
 

@@ -30,8 +30,9 @@ gives the local rank to both :func:`local_rank` and :func:`read_launch_env`: the
 rank or size variable is set first (in the order above) is the one launching, and its own
 local-rank variable is read; another launcher's (a stray ``LOCAL_RANK`` beside Open MPI's
 ranks) is not. Only when no launcher set a rank does :func:`local_rank` take the first
-local-rank variable set, in the order of :data:`LOCAL_RANK_VARIABLES`.
-This module imports neither torch nor any other part of accelhal but its errors.
+local-rank variable set, in the order of :data:`~accelhal.launchers.LOCAL_RANK_VARIABLES`.
+This module imports neither torch nor any other part of accelhal but its errors (and
+:mod:`accelhal.hostlist` when a Slurm node list must give ``MASTER_ADDR``).
 
 >>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
 ...                        "MASTER_ADDR": "node0", "MASTER_PORT": "29500"})
@@ -48,49 +49,17 @@ from typing import Generic, TypeVar, cast
 
 from accelhal._record import record
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.hostlist import first_host
+from accelhal.launchers import (
+    LAUNCHERS,
+    LOCAL_RANK_VARIABLES,
+    LOCAL_SIZE_VARIABLES,
+    SLURM_NODELISTS,
+    SLURM_TASK_COUNTS,
+    Launcher,
+)
 
 _A = TypeVar("_A")
 
-
-@record(frozen=True)
-class Launcher:
-    """Which variables one kind of launcher sets (the first present name of each tuple is read)."""
-
-    source: str
-    rank: tuple[str, ...]
-    world_size: tuple[str, ...]
-    local_rank: tuple[str, ...]
-    local_world_size: tuple[str, ...]
-
-
-LAUNCHERS: tuple[Launcher, ...] = (
-    Launcher("torchrun", ("RANK",), ("WORLD_SIZE",), ("LOCAL_RANK",), ("LOCAL_WORLD_SIZE",)),
-    Launcher(
-        "openmpi",
-        ("OMPI_COMM_WORLD_RANK",),
-        ("OMPI_COMM_WORLD_SIZE",),
-        ("OMPI_COMM_WORLD_LOCAL_RANK",),
-        ("OMPI_COMM_WORLD_LOCAL_SIZE",),
-    ),
-    # srun --mpi=pmi2 sets PMI_RANK/PMI_SIZE without MPI's local variables: Slurm's local id is right then.
-    Launcher(
-        "pmi",
-        ("PMI_RANK",),
-        ("PMI_SIZE",),
-        ("MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"),
-        ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
-    ),
-    # srun sets SLURM_STEP_TASKS_PER_NODE and SLURM_TASKS_PER_NODE; SLURM_NTASKS_PER_NODE only with --ntasks-per-node.
-    Launcher(
-        "slurm",
-        ("SLURM_PROCID",),
-        ("SLURM_NTASKS",),
-        ("SLURM_LOCALID",),
-        ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"),
-    ),
-)
-"""The launchers :func:`read_launch_env` knows, in the order it tries them."""
 
 _SLURM_COUNT = r"^(\d+)(?:\(x(\d+)\))?$"
 """One item of Slurm's task counts (``4(x2)``); compiled by :mod:`re` on first use, under Slurm only."""
@@ -220,9 +189,6 @@ def _read(env: Mapping[str, str], launcher: Launcher, addr: str | None, port: in
     return LaunchEnv(launcher.source, rank, world_size, local_rank, local_world_size, addr, port, tuple(used))
 
 
-SLURM_NODELISTS: tuple[str, ...] = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
-"""Slurm's compressed node lists, the step's first; the first host of the first one set runs rank 0."""
-
 MPI_MASTER_PORT = 29500
 """``MASTER_PORT`` of an MPI launch that does not set it: torchrun's default port."""
 
@@ -272,6 +238,8 @@ def _under_srun(env: Mapping[str, str], source: str) -> bool:
 
 
 def _first_host(env: Mapping[str, str], name: str) -> str:
+    from accelhal.hostlist import first_host  # only an MPI or Slurm launch without MASTER_ADDR needs it
+
     try:
         return first_host(env[name])
     except ConfigurationError as err:
@@ -369,44 +337,11 @@ def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
         )
 
 
-LOCAL_RANK_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.local_rank))
-"""Every variable a launcher sets to the process's index on its node, in the order they are read."""
-
-SLURM_TASK_COUNTS: tuple[str, ...] = ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
-"""Slurm's tasks per node of the step and of the job, read for an ``srun`` launch only (an ``salloc``
-shell, which launched nothing, has them too)."""
-
-LOCAL_SIZE_VARIABLES: tuple[str, ...] = (
-    "LOCAL_SIZE",  # DeepSpeed's CPU launcher
-    *dict.fromkeys(v for la in LAUNCHERS for v in la.local_world_size if v not in SLURM_TASK_COUNTS),
-)
-"""Every variable a launcher sets to the number of processes on the node, in the order they are read
-without a launcher (under one, its own are read: :data:`SLURM_TASK_COUNTS` too under ``srun``)."""
-
-LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [
-            *(v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)),
-            *LOCAL_RANK_VARIABLES,
-            *LOCAL_SIZE_VARIABLES,
-            *SLURM_TASK_COUNTS,
-            "SLURM_NODEID",
-            "MASTER_ADDR",
-            "MASTER_PORT",
-            *SLURM_NODELISTS,
-            "SLURM_JOB_ID",
-            "SLURM_JOBID",
-        ]
-    )
-)
-"""Every launcher variable this module reads."""
-
-
 def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
     """The process's index on its node and the variable it came from; ``None`` when no launcher set one.
 
     The variable is the launching launcher's (the one :func:`read_launch_env` reads), else the
-    first of :data:`LOCAL_RANK_VARIABLES` that is set. For ``os.environ`` the answer is kept
+    first of :data:`~accelhal.launchers.LOCAL_RANK_VARIABLES` that is set. For ``os.environ`` the answer is kept
     until one of the variables it depends on changes value: this runs on every
     ``current_device()`` of the cpu backend.
 
@@ -461,7 +396,7 @@ def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | No
 
     The launching launcher's variable first, as :func:`read_launch_env` reads it (for a
     torchrun-style launch, DeepSpeed's ``LOCAL_SIZE``, then ``LOCAL_WORLD_SIZE``, which must
-    agree when both are set); else the first of :data:`LOCAL_SIZE_VARIABLES` that is set.
+    agree when both are set); else the first of :data:`~accelhal.launchers.LOCAL_SIZE_VARIABLES` that is set.
 
     >>> local_size({"LOCAL_WORLD_SIZE": "4"})
     (4, 'LOCAL_WORLD_SIZE')

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from accelhal._record import record
 from accelhal.errors import ConfigurationError
-from accelhal.launcher import LAUNCHER_VARIABLES
+from accelhal.launchers import LAUNCHER_VARIABLES
 from accelhal.spec import NAME_PATTERN
 from accelhal.text import quote, shorten
 

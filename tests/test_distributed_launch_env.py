@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.launcher import LAUNCHERS, local_rank, local_size, read_launch_env
+from accelhal.launcher import local_rank, local_size, read_launch_env
+from accelhal.launchers import LAUNCHERS
 from tests.cluster_launch import srun_variables
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
@@ -158,7 +159,7 @@ def _run_on_cpu(code: str, **variables: str) -> str:
     """``code`` in a fresh interpreter on the cpu backend, with no launcher variable but ``variables``."""
     import subprocess
 
-    from accelhal.launcher import LAUNCHER_VARIABLES
+    from accelhal.launchers import LAUNCHER_VARIABLES
 
     dropped = ("ACCELHAL_", "DS_ACC", *LAUNCHER_VARIABLES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}

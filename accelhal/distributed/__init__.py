@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from accelhal.distributed.guard import lost_rank_guard
     from accelhal.distributed.liveness import check_lost_ranks
     from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
-    from accelhal.launcher import LAUNCHERS, LaunchEnv, Launcher, read_launch_env
+    from accelhal.launcher import LaunchEnv, read_launch_env
+    from accelhal.launchers import LAUNCHERS, Launcher
 
 _EXPORTS: dict[str, str] = {
     "init_process_group": "accelhal.distributed.process_group",
@@ -28,8 +29,8 @@ _EXPORTS: dict[str, str] = {
     "ProcessGroupSetup": "accelhal.distributed.process_group",
     "read_launch_env": "accelhal.launcher",
     "LaunchEnv": "accelhal.launcher",
-    "Launcher": "accelhal.launcher",
-    "LAUNCHERS": "accelhal.launcher",
+    "Launcher": "accelhal.launchers",
+    "LAUNCHERS": "accelhal.launchers",
     "set_visible_devices_envs": "accelhal.distributed.child_env",
     "export_envs": "accelhal.distributed.child_env",
     "selfcheck": "accelhal.distributed.checks",

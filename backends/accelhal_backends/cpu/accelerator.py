@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from accelhal import launcher
+from accelhal import launcher, launchers
 from accelhal.arguments import check_device_in_range, check_device_index, check_seed
 from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError
@@ -107,7 +107,7 @@ class CpuAccelerator(Accelerator):
         if rank >= count:
             raise ConfigurationError(
                 f"{variable}={rank} is not below the cpu backend's device_count() of {count}; a launcher sets "
-                f"{variable} below its local world size ({' or '.join(launcher.LOCAL_SIZE_VARIABLES[:2])})",
+                f"{variable} below its local world size ({' or '.join(launchers.LOCAL_SIZE_VARIABLES[:2])})",
                 variable=variable,
                 value=str(rank),
             )

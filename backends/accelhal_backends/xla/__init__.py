@@ -10,8 +10,17 @@ Priority 200, the only built-in below cuda (``docs/reference/priorities.md`` say
 from __future__ import annotations
 
 from accelhal.hookspecs import backends_hook
-from accelhal.spec import BackendSpec
-from accelhal_backends.xla.detection import INSTALL_HINT, probe
+from accelhal.spec import BackendSpec, Verdict
+
+INSTALL_HINT = "install torch_xla built for this torch (pip install 'torch_xla==<torch version>')"
+
+
+def probe() -> Verdict:
+    """:func:`.detection.probe`, imported when torch_xla is installed (selection checks ``requires`` first)."""
+    from accelhal_backends.xla.detection import probe as detect
+
+    return detect()
+
 
 SPEC = BackendSpec(
     name="xla",

@@ -37,10 +37,12 @@ from pathlib import Path
 
 from accelhal.entry_points import find as find_entry_points
 from accelhal.verdict import Verdict
+from accelhal_backends.xla import INSTALL_HINT
 
 PJRT_DEVICE = "PJRT_DEVICE"
-TPU_LIBRARY_PATH = "TPU_LIBRARY_PATH"
 """torch_xla's variable naming the PJRT client (the device type) of the process."""
+TPU_LIBRARY_PATH = "TPU_LIBRARY_PATH"
+"""Where libtpu is, when not in the ``libtpu`` package (torch_xla's own variable)."""
 CPU_NUM_DEVICES = "CPU_NUM_DEVICES"
 """How many devices XLA's CPU client shows (default 1)."""
 PLUGIN_GROUP = "torch_xla.plugins"
@@ -53,7 +55,6 @@ GOOGLE_PCI_VENDOR = "0x1ae0"
 TPU_PCI_DEVICES = frozenset({"0x0027", "0x005e", "0x0063", "0x006f", "0x0076", "0x0056", "0x0062"})
 """TPU v2/v3, v4, v5e, v6e, 7x and two test parts: the device ids torch_xla 2.9 counts as TPU chips."""
 
-INSTALL_HINT = "install torch_xla built for this torch (pip install 'torch_xla==<torch version>')"
 DEFAULT_HINT = "set PJRT_DEVICE=CPU to run on XLA's CPU client, or PJRT_DEVICE=TPU on a TPU host"
 TPU_HINT = "install libtpu for torch_xla (pip install 'torch_xla[tpu]')"
 
