@@ -208,6 +208,25 @@ VARIABLES += (
     ),
     Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
     Variable(
+        "PJRT_DEVICE",
+        "PJRT client",
+        "unset",
+        "torch_xla's own: the XLA device of the process (CPU, TPU, a plugin's name); the xla backend's probe "
+        "reads it and, unset, takes a device only where a TPU is attached (docs/backends.md).",
+    ),
+    Variable(
+        "CPU_NUM_DEVICES",
+        "integer",
+        "1",
+        "torch_xla's own: how many devices XLA's CPU client shows; the xla backend counts them from it.",
+    ),
+    Variable(
+        "TPU_LIBRARY_PATH",
+        "path",
+        "unset",
+        "torch_xla's own: where libtpu is; the xla backend's probe reads it to tell whether a TPU can be used.",
+    ),
+    Variable(
         "TORCHELASTIC_USE_AGENT_STORE",
         "boolean",
         "set by torchrun",
