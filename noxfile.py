@@ -27,6 +27,28 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", *session.posargs)
 
 
+CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1"]
+"""The torch releases the core suite runs on: the declared floor, the newest installable, points between."""
+
+CORE_SUITE = ["-m", "not adapter"]
+"""Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
+
+
+@nox.session
+@nox.parametrize("torch", CORE_TORCH)
+def core(session: nox.Session, torch: str) -> None:
+    """The core suite on one torch release, in a fresh venv: ``nox -s "core(torch='2.4.1')"``.
+
+    torch 2.13.0 is the CPU build; the others are the package index's default (CUDA) builds,
+    which run on the CPU. The ``test-core`` extra leaves out DeepSpeed and Lightning, which
+    need a newer torch. ``-- -n 2`` (pytest-xdist, installed here) runs on two workers.
+    """
+    session.install(f"torch=={torch}")
+    session.install("-e", ".[test-core]", "pytest-xdist")
+    session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
+    session.run("python", "-m", "pytest", *CORE_SUITE, *session.posargs)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""

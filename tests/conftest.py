@@ -84,8 +84,20 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     selection.reset_accelerator()
 
 
+ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
+"""Every test under this directory is a framework adapter's (marked ``adapter``: outside the core suite)."""
+
+ADAPTER_FRAMEWORKS = ("deepspeed", "lightning", "pytorch_lightning", "accelerate", "ray", "tests.compat")
+"""What only an adapter's test imports: a test module elsewhere that imports one is marked ``adapter`` itself
+(``tests/test_core_suite.py`` checks it)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    """Mark the adapters' tests ``adapter``; skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    for item in items:
+        if item.path.is_relative_to(ADAPTER_TESTS):
+            item.add_marker(pytest.mark.adapter)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:
         return
