@@ -1,7 +1,7 @@
 """Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``.
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
-multi-GB CUDA build of torch is pulled in.
+multi-GB CUDA build of torch is pulled in; ``core(torch=...)`` installs the torch it names.
 """
 
 from __future__ import annotations
@@ -28,20 +28,24 @@ def tests(session: nox.Session) -> None:
 
 
 CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1"]
-"""The torch releases the core suite runs on: the declared floor, the newest installable, points between."""
+"""The torch releases the core suite runs on: the declared floor (``torch>=2.4``), the newest installable
+here, and points between (docs/support.md). CI (``.ci/run``) runs the first and the last: ``nox -t core-ends``."""
 
 CORE_SUITE = ["-m", "not adapter"]
 """Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
 
 
 @nox.session
-@nox.parametrize("torch", CORE_TORCH)
+@nox.parametrize(
+    "torch", [nox.param(v, tags=["core-ends"] if v in (CORE_TORCH[0], CORE_TORCH[-1]) else []) for v in CORE_TORCH]
+)
 def core(session: nox.Session, torch: str) -> None:
     """The core suite on one torch release, in a fresh venv: ``nox -s "core(torch='2.4.1')"``.
 
     torch 2.13.0 is the CPU build; the others are the package index's default (CUDA) builds,
-    which run on the CPU. The ``test-core`` extra leaves out DeepSpeed and Lightning, which
-    need a newer torch. ``-- -n 2`` (pytest-xdist, installed here) runs on two workers.
+    which run on the CPU. The ``test-core`` extra leaves out the frameworks (DeepSpeed,
+    Lightning), whose adapters are tested with the torch of ``nox -s tests``, not across this
+    matrix. ``-- -n 2`` (pytest-xdist, installed here) runs on two workers.
     """
     session.install(f"torch=={torch}")
     session.install("-e", ".[test-core]", "pytest-xdist")
