@@ -1,7 +1,8 @@
-"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``.
+"""Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``, ``nox -s xla``.
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
-multi-GB CUDA build of torch is pulled in; ``core(torch=...)`` installs the torch it names.
+multi-GB CUDA build of torch is pulled in; the exceptions: ``xla`` (torch_xla 2.9 needs torch 2.9) and
+``core(torch=...)``, which installs the torch it names.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ nox.options.sessions = ["lint", "typecheck", "tests"]
 nox.options.default_venv_backend = "venv"
 
 TORCH = "torch==2.13.0"
+XLA = ("torch==2.9.*", "torch_xla==2.9.*")
+"""torch_xla 2.9 and the torch it is built for; torch 2.9 from the package index is its CUDA build (runs on the CPU)."""
 
 
 def install_project(session: nox.Session, extras: str) -> None:
@@ -22,9 +25,9 @@ def install_project(session: nox.Session, extras: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite (the GPU-marked tests skip themselves without a GPU)."""
+    """Run the test suite, one pytest-xdist worker per core (the GPU-marked tests skip themselves without a GPU)."""
     install_project(session, "test")
-    session.run("python", "-m", "pytest", *session.posargs)
+    session.run("python", "-m", "pytest", "-n", "auto", *session.posargs)
 
 
 CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1"]
@@ -44,11 +47,11 @@ def core(session: nox.Session, torch: str) -> None:
 
     torch 2.13.0 is the CPU build; the others are the package index's default (CUDA) builds,
     which run on the CPU. The ``test-core`` extra leaves out the frameworks (DeepSpeed,
-    Lightning), whose adapters are tested with the torch of ``nox -s tests``, not across this
-    matrix. ``-- -n 2`` (pytest-xdist, installed here) runs on two workers.
+    Lightning, Ray, Accelerate, Transformers), whose adapters are tested with the torch of
+    ``nox -s tests``, not across this matrix. ``-- -n 2`` runs on two pytest-xdist workers.
     """
     session.install(f"torch=={torch}")
-    session.install("-e", ".[test-core]", "pytest-xdist")
+    session.install("-e", ".[test-core]")
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
     session.run("python", "-m", "pytest", *CORE_SUITE, *session.posargs)
 
@@ -73,6 +76,18 @@ def deepspeed(session: nox.Session) -> None:
     """The DeepSpeed bridge against DeepSpeed from the package index (``tests/compat``)."""
     install_project(session, "test,deepspeed")
     session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+
+
+@nox.session
+def xla(session: nox.Session) -> None:
+    """The xla backend against real torch_xla on XLA's CPU client (``tests/xla``): detection, the kit, training.
+
+    About 3 GB to install (torch 2.9's CUDA build and its nvidia-* wheels); only pytest besides.
+    """
+    session.install(*XLA)
+    session.install("-e", ".", "pytest")
+    client = {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}
+    session.run("python", "-m", "pytest", "tests/xla", "-rP", "-p", "no:cacheprovider", *session.posargs, env=client)
 
 
 @nox.session

@@ -15,19 +15,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from accelhal._version import __version__
-
 if TYPE_CHECKING:
     from accelhal import distributed
+    from accelhal._version import __version__
+    from accelhal.compiling import CompileChoice
     from accelhal.contract import Accelerator
     from accelhal.device_module import DeviceModuleAccelerator
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
+        CompileBackendError,
         ConfigurationError,
         ContractError,
         DistributedSetupError,
         PluginError,
+        RankLostError,
         UnknownBackendError,
         UnsupportedFeatureError,
     )
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability, Status, Verdict
 
 _EXPORTS: dict[str, str] = {
+    "__version__": "accelhal._version",
     "get_accelerator": "accelhal.selection",
     "set_accelerator": "accelhal.selection",
     "reset_accelerator": "accelhal.selection",
@@ -48,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "Status": "accelhal.spec",
     "Capability": "accelhal.spec",
     "CONTRACT_VERSION": "accelhal.spec",
+    "CompileChoice": "accelhal.compiling",
     "hookimpl": "accelhal.hookspecs",
     "DetectionReport": "accelhal.report",
     "AcceleratorInfo": "accelhal.report",
@@ -59,6 +63,8 @@ _EXPORTS: dict[str, str] = {
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
     "DistributedSetupError": "accelhal.errors",
+    "CompileBackendError": "accelhal.errors",
+    "RankLostError": "accelhal.errors",
 }
 
 _SUBMODULES = ("distributed",)
@@ -77,6 +83,7 @@ __all__ = [
     "Status",
     "Capability",
     "CONTRACT_VERSION",
+    "CompileChoice",
     "hookimpl",
     "DetectionReport",
     "AcceleratorInfo",
@@ -88,6 +95,8 @@ __all__ = [
     "ContractError",
     "UnsupportedFeatureError",
     "DistributedSetupError",
+    "CompileBackendError",
+    "RankLostError",
     "distributed",
 ]
 

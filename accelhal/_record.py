@@ -104,6 +104,8 @@ class _Layout:
     def values(self, owner: str, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
         """Bind constructor arguments to fields, filling defaults; errors read like Python's own."""
         names = self.names
+        if not kwargs and len(args) == len(names):  # every field given in order: nothing to check or fill
+            return dict(zip(names, args, strict=True))
         if len(args) > len(names):
             raise TypeError(f"{owner}() takes {len(names)} positional arguments but {len(args)} were given")
         values = dict(zip(names, args, strict=False))  # fewer arguments than fields is fine

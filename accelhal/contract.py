@@ -45,8 +45,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
-from accelhal import fast_paths
+from accelhal import compiling, fast_paths
 from accelhal.arguments import check_device_index, check_tensor
+from accelhal.compiling import CompileChoice
 from accelhal.fast_paths import tensor_factory_property
 from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability
 from accelhal.text import quote
@@ -103,7 +104,10 @@ class Accelerator(metaclass=_AcceleratorMeta):
     _communication_backend_name: ClassVar[str] = "gloo"
     _visible_devices_envs: ClassVar[tuple[str, ...]] = ()
     _export_envs: ClassVar[tuple[str, ...]] = ()
-    _default_compile_backend: ClassVar[str] = "inductor"
+    _default_compile_backend: ClassVar[str] = ""
+    """The vendor's ``torch.compile`` backend, for a class without a ``spec`` (the spec's ``compile_backend`` wins)."""
+    _compile_backend: str | None = None
+    """The backend :meth:`set_compile_backend` chose for this instance; ``None`` until then."""
 
     _is_synchronized_device: ClassVar[bool] = False
     _uses_host_timers: ClassVar[bool] = False
@@ -159,7 +163,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
-        self._compile_backend: str = self._default_compile_backend
+        self._compile_backend = None
 
     @property
     def name(self) -> str:
@@ -633,20 +637,38 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     # ------------------------------------------------------------------ torch.compile
     def get_compile_backend(self) -> str:
-        """The ``torch.compile`` backend to use on this device (``"inductor"`` by default)."""
-        return self._compile_backend
+        """The ``torch.compile`` backend that works on this device: ``compile_backend_choice().backend``.
+
+        The one :meth:`set_compile_backend` chose, else the vendor's (the spec's
+        ``compile_backend``; hpu: ``"hpu_backend"``), else ``"inductor"`` where Inductor generates
+        code for the device type, else ``"aot_eager"``. Imports neither ``torch._dynamo`` nor
+        Inductor and uses no device (:mod:`accelhal.compiling`)::
+
+            model = torch.compile(model, backend=acc.get_compile_backend())
+        """
+        return self.compile_backend_choice().backend
+
+    def compile_backend_choice(self) -> CompileChoice:
+        """What :meth:`get_compile_backend` answers, and why (``accelhal info`` shows it)."""
+        if self._compile_backend:
+            return CompileChoice(self._compile_backend, "chosen with set_compile_backend()", "set")
+        return compiling.choose(self.device_type, self._vendor_compile_backend())
 
     def set_compile_backend(self, backend: str) -> None:
-        """Choose the ``torch.compile`` backend; a name torch does not know raises ``ValueError``."""
-        import torch._dynamo
+        """Choose the ``torch.compile`` backend that :meth:`get_compile_backend` answers from now on.
 
-        supported = torch._dynamo.list_backends(exclude_tags=())
-        if backend not in supported:
-            raise ValueError(
-                f"{backend!r} is not a torch.compile backend known to this torch "
-                f"(on {self.device_name()}); supported backends are {supported}"
-            )
+        Raises :class:`~accelhal.CompileBackendError` (a ``ValueError``, as in DeepSpeed) for a name
+        ``torch._dynamo.list_backends(exclude_tags=())`` does not list, and for ``"inductor"`` on a
+        device Inductor generates no code for; the message names the backend that works there.
+        Imports ``torch._dynamo`` (seconds, once per process).
+        """
+        compiling.check(backend, self.device_type, self._vendor_compile_backend())
         self._compile_backend = backend
+
+    def _vendor_compile_backend(self) -> str:
+        """The vendor's ``torch.compile`` backend: the spec's ``compile_backend``, else ``_default_compile_backend``."""
+        spec = type(self).spec
+        return (spec.compile_backend if spec is not None else "") or self._default_compile_backend
 
 
 def _refuse_second_declaration(cls: type, spec: BackendSpec, attribute: str, value: object) -> None:

@@ -183,6 +183,31 @@ def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
     return found, cacheable
 
 
+def name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
+    """The distribution's ``Name`` and ``Version``, as ``dist.metadata`` gives them, read cheaply.
+
+    ``dist.metadata`` parses the whole ``METADATA`` file with the e-mail parser (a fifth of a
+    millisecond, on the first ``get_accelerator()``); the two fields are single-line headers
+    before the first blank line, so they are read from those lines. Where they are not both
+    found there, ``dist.metadata`` answers. ``"?"`` stands for a field that is missing.
+
+    >>> name_and_version(metadata.distribution("accelhal"))[0]
+    'accelhal'
+    """
+    fields: dict[str, str] = {}
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        key, colon, value = line.partition(":")
+        if colon and key in ("Name", "Version") and key not in fields:
+            fields[key] = value.strip()
+    if len(fields) < 2 or not all(fields.values()):
+        meta = dist.metadata
+        return meta["Name"] or "?", meta["Version"] or "?"
+    return fields["Name"], fields["Version"]
+
+
 def _normalised_name(dist: metadata.Distribution | None, path: Path | None) -> str:
     """The project name as ``importlib.metadata`` compares it (from the directory name when it can)."""
     if path is not None:

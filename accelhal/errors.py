@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from accelhal.text import quote
+
 
 def sentence(text: str, *, capital: bool = False) -> str:
     """``text`` stripped and ending as a sentence ends (a full stop is added when it has none).
@@ -157,6 +159,32 @@ class DistributedSetupError(ConfigurationError):
     """
 
 
+class RankLostError(AccelhalError, RuntimeError):
+    """A rank of the job's process group is gone (killed, crashed, its node down): the job cannot go on.
+
+    ``ranks`` are the lost ranks (empty when all that is known is that the node hosting the
+    rendezvous store is gone); ``rank`` and ``world_size`` are this process's; ``reason`` says how
+    the loss was seen. Raised by :func:`accelhal.distributed.check_lost_ranks` and
+    :func:`accelhal.distributed.lost_rank_guard`.
+    """
+
+    def __init__(self, ranks: Sequence[int], *, rank: int, world_size: int, reason: str) -> None:
+        self.ranks = tuple(ranks)
+        self.rank = rank
+        self.world_size = world_size
+        self.reason = reason
+        if self.ranks:
+            plural = len(self.ranks) > 1
+            who = f"rank{'s' if plural else ''} {', '.join(map(str, self.ranks))} of {world_size}"
+            lost = f"{who} {'are' if plural else 'is'} lost: {reason}"
+        else:
+            lost = f"a node of the job is lost: {reason}"
+        super().__init__(
+            f"{lost}; rank {rank} cannot go on with the job. See the lost rank's own output (killed? out of "
+            f"memory? its node down?) and restart the job (torchrun --max-restarts=N restarts it by itself)"
+        )
+
+
 class OpBuildError(AccelhalError, RuntimeError):
     """Building or loading an op builder's extension failed.
 
@@ -193,3 +221,26 @@ class BuildLockTimeoutError(AccelhalError, TimeoutError):
         self.path = path
         self.owner = owner
         self.waited = waited
+
+
+class CompileBackendError(AccelhalError, ValueError):
+    """A ``torch.compile`` backend that cannot be used on the accelerator's device.
+
+    Raised by :meth:`accelhal.Accelerator.set_compile_backend` for a name
+    ``torch._dynamo.list_backends(exclude_tags=())`` does not list, and for ``"inductor"`` on a
+    device Inductor generates no code for. A ``ValueError``, as DeepSpeed raises there.
+    ``backend`` is the name given, ``device`` the device, ``reason`` why it was refused,
+    ``registered`` the names torch knows and ``working`` the backend that works on the device.
+    """
+
+    def __init__(self, backend: object, device: str, reason: str, *, registered: Sequence[str], working: str) -> None:
+        message = f"torch.compile backend {quote(backend)} cannot be used on {device!r}: {reason}"
+        message += f". {working!r} works there (accelhal's own choice for the device)"
+        if registered:
+            message += f"; registered backends: {', '.join(registered)}"
+        super().__init__(message)
+        self.backend = backend
+        self.device = device
+        self.reason = reason
+        self.registered = tuple(registered)
+        self.working = working

@@ -13,14 +13,19 @@ Hooks hand the plugin a ``register`` callback to fill (the pattern of tox and ll
 rather than asking for return values, so one plugin can register several things and
 accelhal keeps the order and priority rules in its own registry, not in pluggy's call
 order.
+
+This module does not import pluggy. :data:`hookimpl` and :data:`hookspec` mark functions
+exactly as ``pluggy.HookimplMarker("accelhal")`` and ``pluggy.HookspecMarker("accelhal")``
+do: they set the options pluggy reads (``accelhal_impl``, ``accelhal_spec``). pluggy is
+imported when a plugin manager is needed (:mod:`accelhal.plugin_manager`), so a first
+``get_accelerator()`` that loads only the built-in plugins never pays for it.
 """
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import pluggy
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
     from accelhal.spec import BackendSpec
@@ -28,8 +33,140 @@ if TYPE_CHECKING:
 PROJECT_NAME = "accelhal"
 """The pluggy project name and the entry-point group."""
 
-hookspec = pluggy.HookspecMarker(PROJECT_NAME)
-hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+IMPL_ATTRIBUTE = PROJECT_NAME + "_impl"
+"""The attribute :data:`hookimpl` sets on a function: pluggy's hook-implementation options."""
+SPEC_ATTRIBUTE = PROJECT_NAME + "_spec"
+"""The attribute :data:`hookspec` sets on a function: pluggy's hook-specification options."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _Marker:
+    """What both markers share: the project name, and setting the options attribute."""
+
+    __slots__ = ("project_name",)
+    kind = ""
+
+    def __init__(self, project_name: str) -> None:
+        self.project_name = project_name
+
+    def _mark(self, function: _F | None, options: dict[str, Any], check: Callable[[], None]) -> Any:
+        def mark(func: _F) -> _F:
+            check()
+            setattr(func, f"{self.project_name}_{self.kind}", dict(options))
+            return func
+
+        return mark if function is None else mark(function)
+
+
+def _nothing_to_check() -> None:
+    return None
+
+
+class HookimplMarker(_Marker):
+    """``pluggy.HookimplMarker(project_name)``, without importing pluggy: the same arguments, the same mark."""
+
+    __slots__ = ()
+    kind = "impl"
+
+    @overload
+    def __call__(
+        self,
+        function: _F,
+        hookwrapper: bool = ...,
+        optionalhook: bool = ...,
+        tryfirst: bool = ...,
+        trylast: bool = ...,
+        specname: str | None = ...,
+        wrapper: bool = ...,
+    ) -> _F: ...
+
+    @overload
+    def __call__(
+        self,
+        function: None = ...,
+        hookwrapper: bool = ...,
+        optionalhook: bool = ...,
+        tryfirst: bool = ...,
+        trylast: bool = ...,
+        specname: str | None = ...,
+        wrapper: bool = ...,
+    ) -> Callable[[_F], _F]: ...
+
+    def __call__(
+        self,
+        function: _F | None = None,
+        hookwrapper: bool = False,
+        optionalhook: bool = False,
+        tryfirst: bool = False,
+        trylast: bool = False,
+        specname: str | None = None,
+        wrapper: bool = False,
+    ) -> _F | Callable[[_F], _F]:
+        """Mark ``function`` as a hook implementation (or return a decorator that does); see pluggy's."""
+        options = {
+            "wrapper": wrapper,
+            "hookwrapper": hookwrapper,
+            "optionalhook": optionalhook,
+            "tryfirst": tryfirst,
+            "trylast": trylast,
+            "specname": specname,
+        }
+        return self._mark(function, options, _nothing_to_check)  # type: ignore[no-any-return]
+
+
+class HookspecMarker(_Marker):
+    """``pluggy.HookspecMarker(project_name)``, without importing pluggy: the same arguments, the same mark."""
+
+    __slots__ = ()
+    kind = "spec"
+
+    @overload
+    def __call__(
+        self,
+        function: _F,
+        firstresult: bool = ...,
+        historic: bool = ...,
+        warn_on_impl: Warning | None = ...,
+        warn_on_impl_args: dict[str, Warning] | None = ...,
+    ) -> _F: ...
+
+    @overload
+    def __call__(
+        self,
+        function: None = ...,
+        firstresult: bool = ...,
+        historic: bool = ...,
+        warn_on_impl: Warning | None = ...,
+        warn_on_impl_args: dict[str, Warning] | None = ...,
+    ) -> Callable[[_F], _F]: ...
+
+    def __call__(
+        self,
+        function: _F | None = None,
+        firstresult: bool = False,
+        historic: bool = False,
+        warn_on_impl: Warning | None = None,
+        warn_on_impl_args: dict[str, Warning] | None = None,
+    ) -> _F | Callable[[_F], _F]:
+        """Mark ``function`` as a hook specification (or return a decorator that does); see pluggy's."""
+
+        def check() -> None:
+            if historic and firstresult:
+                raise ValueError("cannot have a historic firstresult hook")
+
+        options = {
+            "firstresult": firstresult,
+            "historic": historic,
+            "warn_on_impl": warn_on_impl,
+            "warn_on_impl_args": warn_on_impl_args,
+        }
+        return self._mark(function, options, check)  # type: ignore[no-any-return]
+
+
+hookspec = HookspecMarker(PROJECT_NAME)
+"""Decorator marking the hook specifications below."""
+hookimpl = HookimplMarker(PROJECT_NAME)
 """Decorator marking a plugin's hook implementations: ``@accelhal.hookimpl``."""
 
 
@@ -78,3 +215,44 @@ def backends_hook(*specs: BackendSpec) -> Callable[[Callable[[BackendSpec], None
             register(spec)
 
     return accelhal_register_backends
+
+
+_PLUGGY_UNWRAPS = (classmethod, staticmethod, types.MethodType)
+NEEDS_PLUGGY = object()
+"""What :func:`module_hook_options` answers for a value only pluggy's own search can judge."""
+
+
+def module_hook_options(module: types.ModuleType, name: str) -> dict[str, Any] | object | None:
+    """The :data:`hookimpl` options of ``module.<name>`` read from the module's namespace, without pluggy.
+
+    In a module only a plain function, a ``classmethod``, a ``staticmethod`` or a bound method
+    can carry pluggy's mark: a plain function's options are returned (``None`` when unmarked),
+    any other value is no hook (``None``), and the other three are :data:`NEEDS_PLUGGY`
+    (pluggy unwraps them its own way). Nothing is evaluated: no module ``__getattr__``, no property.
+    """
+    value = module.__dict__.get(name)
+    if isinstance(value, types.FunctionType):
+        options = value.__dict__.get(IMPL_ATTRIBUTE)
+        return options if isinstance(options, dict) else None
+    if isinstance(value, _PLUGGY_UNWRAPS):
+        return NEEDS_PLUGGY
+    return None
+
+
+def module_hooks(module: object, hook: str) -> list[Callable[..., Any]] | None:
+    """The functions of a plugin module implementing ``hook``, found without pluggy, in namespace order.
+
+    ``None`` when ``module`` is not a module or holds a value only pluggy can judge
+    (see :func:`module_hook_options`): then the plugin must be registered with pluggy to be searched.
+    """
+    if not isinstance(module, types.ModuleType):
+        return None
+    found: list[Callable[..., Any]] = []
+    for name, value in list(module.__dict__.items()):  # module_hook_options, inlined: a module has many names
+        if isinstance(value, types.FunctionType):
+            options = value.__dict__.get(IMPL_ATTRIBUTE)
+            if isinstance(options, dict) and (options.get("specname") or name) == hook:
+                found.append(value)
+        elif isinstance(value, _PLUGGY_UNWRAPS):
+            return None
+    return found

@@ -11,12 +11,14 @@ rank or size variable is present wins:
 * ``pmi`` (MPICH, Intel MPI, Cray, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``,
   ``MPI_LOCALRANKID`` or ``PMI_LOCAL_RANK`` or ``SLURM_LOCALID``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
 * ``slurm`` (``srun``): ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
-  ``SLURM_NTASKS_PER_NODE`` (its compressed form ``"4(x2),2"`` is read for ``SLURM_NODEID``).
+  ``SLURM_STEP_TASKS_PER_NODE`` or ``SLURM_TASKS_PER_NODE`` or ``SLURM_NTASKS_PER_NODE`` (the
+  compressed form ``"4(x2),2"`` is read for this node, ``SLURM_NODEID``).
 
 ``torchrun`` stands for every launcher that sets torch's own variables (torchrun,
 ``python -m torch.distributed.run``, DeepSpeed's launcher, Accelerate). Without any of
 them the process is a single one (``source="none"``, rank 0 of 1). The rendezvous
-address comes from ``MASTER_ADDR``/``MASTER_PORT`` whatever the launcher.
+address comes from ``MASTER_ADDR``/``MASTER_PORT`` whatever the launcher; where they are unset,
+an MPI or Slurm launch gets those of :func:`default_master_addr` and :func:`default_master_port`.
 
 Every value is checked: integers must be integers, ranks below sizes, the local world no
 larger than the world, a rank given without its size is an error. A
@@ -45,7 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar, cast
 
 from accelhal._record import record
-from accelhal.errors import DistributedSetupError
+from accelhal.errors import ConfigurationError, DistributedSetupError
+from accelhal.hostlist import first_host
 
 _A = TypeVar("_A")
 
@@ -78,11 +81,19 @@ LAUNCHERS: tuple[Launcher, ...] = (
         ("MPI_LOCALRANKID", "PMI_LOCAL_RANK", "SLURM_LOCALID"),
         ("MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"),
     ),
-    Launcher("slurm", ("SLURM_PROCID",), ("SLURM_NTASKS",), ("SLURM_LOCALID",), ("SLURM_NTASKS_PER_NODE",)),
+    # srun sets SLURM_STEP_TASKS_PER_NODE and SLURM_TASKS_PER_NODE; SLURM_NTASKS_PER_NODE only with --ntasks-per-node.
+    Launcher(
+        "slurm",
+        ("SLURM_PROCID",),
+        ("SLURM_NTASKS",),
+        ("SLURM_LOCALID",),
+        ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"),
+    ),
 )
 """The launchers :func:`read_launch_env` knows, in the order it tries them."""
 
-_SLURM_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$", re.ASCII)
+_SLURM_COUNT = r"^(\d+)(?:\(x(\d+)\))?$"
+"""One item of Slurm's task counts (``4(x2)``); compiled by :mod:`re` on first use, under Slurm only."""
 
 
 @record(frozen=True)
@@ -200,7 +211,76 @@ def _read(env: Mapping[str, str], launcher: Launcher, addr: str | None, port: in
             f"process's index on its node",
             variable=launcher.local_rank[0],
         )
+    if addr is None and (address := default_master_addr(env, launcher.source, world_size, local_world_size)):
+        addr, origin = address
+        used += [("master_addr", origin)] if origin else []
+    if port is None and (default_port := default_master_port(env, launcher.source)):
+        port, origin = default_port
+        used += [("master_port", origin)] if origin else []
     return LaunchEnv(launcher.source, rank, world_size, local_rank, local_world_size, addr, port, tuple(used))
+
+
+SLURM_NODELISTS: tuple[str, ...] = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+"""Slurm's compressed node lists, the step's first; the first host of the first one set runs rank 0."""
+
+MPI_MASTER_PORT = 29500
+"""``MASTER_PORT`` of an MPI launch that does not set it: torchrun's default port."""
+
+
+def default_master_addr(
+    env: Mapping[str, str], source: str, world_size: int, local_world_size: int | None
+) -> tuple[str, str | None] | None:
+    """``MASTER_ADDR`` for a launch that left it unset, and the variable it came from; ``None`` if none.
+
+    * Slurm (``srun``, and PMI under ``srun``): the first host of ``SLURM_STEP_NODELIST`` (else
+      ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST``), where rank 0 of a block-distributed step runs.
+    * Open MPI or MPICH (PMI) with every rank on this node (local size = world size):
+      ``127.0.0.1``. Across nodes MPI says nowhere which host runs rank 0: no default.
+    * torchrun sets it itself: no default.
+
+    >>> default_master_addr({"SLURM_PROCID": "0", "SLURM_JOB_NODELIST": "node[03-05,07]"}, "slurm", 8, 2)
+    ('node03', 'SLURM_JOB_NODELIST')
+    """
+    if _under_srun(env, source):
+        nodelist = _first(env, SLURM_NODELISTS)
+        return None if nodelist is None else (_first_host(env, nodelist), nodelist)
+    if source in ("openmpi", "pmi") and local_world_size == world_size:
+        return "127.0.0.1", None
+    return None
+
+
+def default_master_port(env: Mapping[str, str], source: str) -> tuple[int, str | None] | None:
+    """``MASTER_PORT`` for a launch that left it unset, and the variable it came from; ``None`` if none.
+
+    Slurm: ``15000 +`` the last four digits of ``SLURM_JOB_ID`` (Lightning's rule, so that both
+    agree); Open MPI and MPICH: :data:`MPI_MASTER_PORT`; torchrun sets it itself.
+
+    >>> default_master_port({"SLURM_PROCID": "0", "SLURM_JOB_ID": "4321987"}, "slurm")
+    (16987, 'SLURM_JOB_ID')
+    """
+    if _under_srun(env, source):
+        job = _first(env, ("SLURM_JOB_ID", "SLURM_JOBID"))
+        return None if job is None else (15000 + _parse_int(env, job, minimum=0) % 10000, job)
+    if source in ("openmpi", "pmi"):
+        return MPI_MASTER_PORT, None
+    return None
+
+
+def _under_srun(env: Mapping[str, str], source: str) -> bool:
+    """A Slurm launch, or a PMI one by ``srun --mpi=pmi2`` (which sets Slurm's rank too)."""
+    return source == "slurm" or (source == "pmi" and _first(env, ("SLURM_PROCID",)) is not None)
+
+
+def _first_host(env: Mapping[str, str], name: str) -> str:
+    try:
+        return first_host(env[name])
+    except ConfigurationError as err:
+        raise DistributedSetupError(
+            f"MASTER_ADDR is not set and {name} cannot give it (its first host runs rank 0): {err}. Set MASTER_ADDR "
+            f"to the host of rank 0",
+            variable=name,
+            value=env[name],
+        ) from err
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:
@@ -257,7 +337,7 @@ def _parse_local_size(env: Mapping[str, str], launcher: Launcher, name: str) -> 
         return _parse_int(env, name, minimum=1)
     counts = []
     for part in env[name].strip().split(","):
-        match = _SLURM_COUNT.match(part.strip())
+        match = re.match(_SLURM_COUNT, part.strip(), re.ASCII)
         if not match or int(match[1]) < 1:
             raise DistributedSetupError(
                 f"{name} must be Slurm's task count per node such as '4' or '4(x2),2', got {env[name]!r}",
@@ -292,11 +372,16 @@ def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
 LOCAL_RANK_VARIABLES: tuple[str, ...] = tuple(dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.local_rank))
 """Every variable a launcher sets to the process's index on its node, in the order they are read."""
 
+SLURM_TASK_COUNTS: tuple[str, ...] = ("SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE")
+"""Slurm's tasks per node of the step and of the job, read for an ``srun`` launch only (an ``salloc``
+shell, which launched nothing, has them too)."""
+
 LOCAL_SIZE_VARIABLES: tuple[str, ...] = (
     "LOCAL_SIZE",  # DeepSpeed's CPU launcher
-    *dict.fromkeys(v for launcher in LAUNCHERS for v in launcher.local_world_size),
+    *dict.fromkeys(v for la in LAUNCHERS for v in la.local_world_size if v not in SLURM_TASK_COUNTS),
 )
-"""Every variable a launcher sets to the number of processes on the node, in the order they are read."""
+"""Every variable a launcher sets to the number of processes on the node, in the order they are read
+without a launcher (under one, its own are read: :data:`SLURM_TASK_COUNTS` too under ``srun``)."""
 
 LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
     dict.fromkeys(
@@ -304,9 +389,13 @@ LAUNCHER_VARIABLES: tuple[str, ...] = tuple(
             *(v for launcher in LAUNCHERS for v in (*launcher.rank, *launcher.world_size)),
             *LOCAL_RANK_VARIABLES,
             *LOCAL_SIZE_VARIABLES,
+            *SLURM_TASK_COUNTS,
             "SLURM_NODEID",
             "MASTER_ADDR",
             "MASTER_PORT",
+            *SLURM_NODELISTS,
+            "SLURM_JOB_ID",
+            "SLURM_JOBID",
         ]
     )
 )
@@ -401,4 +490,6 @@ def _read_local_size(env: Mapping[str, str]) -> tuple[int, str] | None:
     return size, name
 
 
-_local_size_of_environ = _EnvironMemo([*_LAUNCHING_VARIABLES, *LOCAL_SIZE_VARIABLES, "SLURM_NODEID"], _read_local_size)
+_local_size_of_environ = _EnvironMemo(
+    [*_LAUNCHING_VARIABLES, *LOCAL_SIZE_VARIABLES, *SLURM_TASK_COUNTS, "SLURM_NODEID"], _read_local_size
+)

@@ -4,6 +4,10 @@
 first, then third-party ones in a stable order), applies the allow/block lists and the
 autoload switch, calls each plugin's ``accelhal_register_backends`` hook *separately*
 (so one broken plugin cannot hide another's registrations) and resolves name conflicts.
+A third-party plugin is registered with pluggy as it is loaded (pluggy validates its
+hooks); a built-in plugin module's hook is called directly, and pluggy registers it when
+:attr:`Registry.manager` is first needed, so a process with only the built-in plugins
+selects its backend without importing pluggy.
 Every problem is kept as a :class:`~accelhal.records.Failure`, with the plugin's name and
 the exception's type and message: anything a plugin raises while it is imported or its
 hook runs (``SystemExit`` included) is that plugin's failure, except
@@ -28,22 +32,24 @@ import re
 import threading
 import time
 import traceback
-import types
-from collections.abc import Iterable
-from typing import Any
-
-import pluggy
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from accelhal import hookspecs
 from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
+from accelhal.entry_points import name_and_version
 from accelhal.errors import ConfigurationError, PluginError
-from accelhal.plugin_index import Index, Registered
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, contract_version_hint
 from accelhal.text import quote, shorten
 from accelhal.vendor_output import stdout_to_stderr
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from accelhal.plugin_index import Index
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
 BUILTIN_DISTRIBUTION = "accelhal"
@@ -58,29 +64,6 @@ STEP_LOGGER = "accelhal.discovery"
 """The logger on which every step that runs a plugin's code is announced, at DEBUG, before it runs
 (``accelhal doctor`` follows it to name the plugin whose step killed or hung a process)."""
 _steps = logging.getLogger(STEP_LOGGER)
-
-
-class _Manager(pluggy.PluginManager):
-    """pluggy's manager, with a cheaper search of a module plugin for hook implementations.
-
-    pluggy looks at every name of a plugin through :func:`inspect.getattr_static`, about
-    10 µs a name: 2 ms for the built-in plugins alone, on every process's first
-    ``get_accelerator()``. In a module only a plain function can carry pluggy's marker
-    unless it is a ``classmethod``/``staticmethod``/bound method, so every other value of
-    a module's namespace is skipped without pluggy's search; those few and every
-    non-module plugin go to pluggy's own.
-    """
-
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        """pluggy's options for ``plugin.<name>``, or ``None`` when it is no hook implementation."""
-        if isinstance(plugin, types.ModuleType):
-            value = plugin.__dict__.get(name)
-            if isinstance(value, types.FunctionType):
-                options = value.__dict__.get(self.project_name + "_impl")
-                return options if isinstance(options, dict) else None
-            if not isinstance(value, (classmethod, staticmethod, types.MethodType)):
-                return None
-        return super().parse_hookimpl_opts(plugin, name)
 
 
 def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
@@ -115,10 +98,34 @@ class Registry:
     backends: dict[str, Registration] = field(default_factory=dict)
     plugins: list[PluginRecord] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
-    manager: pluggy.PluginManager | None = None
     strict: bool = False
     deferred: list[tuple[metadata.EntryPoint, PluginRecord]] = field(default_factory=list)
     """Plugins not imported because they do not concern the forced backend (see :meth:`load_deferred`)."""
+    unregistered: list[tuple[Any, PluginRecord]] = field(default_factory=list, repr=False)
+    """Plugins loaded without pluggy (built-in modules), which :attr:`manager` registers when it is built."""
+    _manager: list[pluggy.PluginManager] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def manager(self) -> pluggy.PluginManager:
+        """pluggy's manager with every loaded plugin registered, in discovery order; built on first use.
+
+        Building it imports pluggy, which the first ``get_accelerator()`` of a process with only
+        the built-in plugins never needs (see :mod:`accelhal.plugin_manager`).
+        """
+        with _registry_lock:
+            if not self._manager:
+                from accelhal.plugin_manager import new_manager
+
+                self._manager.append(new_manager())
+            manager = self._manager[0]
+            pending, self.unregistered = self.unregistered, []
+            for plugin, entry in pending:
+                try:
+                    manager.register(plugin, name=_pluggy_name(entry))
+                except Exception as exc:  # pluggy's validation of the hook implementations
+                    entry.state, entry.detail = "failed", describe_exception(exc)
+                    self.fail(entry.name, "register", entry.detail)
+            return manager
 
     def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None, hint: str | None = None) -> None:
         """Record a failure; under strict mode, then raise it."""
@@ -137,8 +144,10 @@ class Registry:
 
     def load_deferred(self) -> bool:
         """Import the deferred plugins and add their registrations; False when there were none."""
-        if not self.deferred or self.manager is None:
+        if not self.deferred:
             return False
+        from accelhal.plugin_index import Index
+
         pending, self.deferred = self.deferred, []
         strict, self.strict = self.strict, False  # failures are collected, as in discover()
         try:
@@ -198,8 +207,7 @@ def _record_for(ep: metadata.EntryPoint, identities: dict[str, tuple[str, str]])
     else:
         key = str(getattr(dist, "_path", id(dist)))
         if key not in identities:
-            meta = dist.metadata
-            identities[key] = (meta["Name"], meta["Version"])
+            identities[key] = name_and_version(dist)
         dist_name, version = identities[key]
     return PluginRecord(
         name=ep.name,
@@ -266,9 +274,7 @@ def discover(
             variable="ACCELHAL_BLOCK_PLUGINS",
             value=",".join(settings.block_plugins),
         )
-    manager = _Manager(hookspecs.PROJECT_NAME)
-    manager.add_hookspecs(hookspecs)
-    registry = Registry(manager=manager)
+    registry = Registry()
     identities: dict[str, tuple[str, str]] = {}
     found = _entry_points() if entry_points is None else list(entry_points)
     points = [(ep, _record_for(ep, identities)) for ep in found]
@@ -276,7 +282,11 @@ def discover(
         found = _entry_points(refresh=True)  # a cache that lost accelhal's own distribution is not believed
         points = [(ep, _record_for(ep, identities)) for ep in found]
     points.sort(key=lambda pr: (not pr[1].builtin, _normalise(pr[1].distribution), pr[1].name))
-    index = Index() if any(not entry.builtin for _, entry in points) else None
+    index = None
+    if any(not entry.builtin for _, entry in points):
+        from accelhal.plugin_index import Index
+
+        index = Index()
     for ep, entry in points:
         registry.plugins.append(entry)
         gate = _gate(entry, settings)
@@ -301,9 +311,17 @@ def discover(
     return registry
 
 
+def _pluggy_name(entry: PluginRecord) -> str:
+    return f"{entry.distribution}:{entry.name}"
+
+
 def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, index: Index | None) -> None:
-    """Import one plugin, register it with pluggy and collect its backends; its failures are recorded."""
-    assert registry.manager is not None
+    """Import one plugin, collect its backends and register it with pluggy; its failures are recorded.
+
+    A built-in plugin module's registration hook is found and called without pluggy, which
+    registers it when :attr:`Registry.manager` is built; any other plugin is registered at
+    once, so that pluggy's validation of its hooks is one of discovery's failures.
+    """
     announce_step("import", entry)
     started = time.perf_counter()
     try:
@@ -318,16 +336,24 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
             return
         finally:
             entry.output = printed.text
-        try:
-            registry.manager.register(plugin, name=f"{entry.distribution}:{entry.name}")
-        except Exception as exc:  # pluggy's validation of the hook implementations
-            entry.state, entry.detail = "failed", describe_exception(exc)
-            registry.fail(entry.name, "register", entry.detail)
-            return
-        specs = _collect_backends(registry, registry.manager, plugin, entry)
+        hooks = hookspecs.module_hooks(plugin, "accelhal_register_backends") if entry.builtin else None
+        if hooks is None:
+            manager = registry.manager
+            try:
+                manager.register(plugin, name=_pluggy_name(entry))
+            except Exception as exc:  # pluggy's validation of the hook implementations
+                entry.state, entry.detail = "failed", describe_exception(exc)
+                registry.fail(entry.name, "register", entry.detail)
+                return
+            hooks = [i.function for i in manager.hook.accelhal_register_backends.get_hookimpls() if i.plugin is plugin]
+        else:
+            registry.unregistered.append((plugin, entry))
+        specs = _collect_backends(registry, hooks, entry)
     finally:
         entry.import_seconds = time.perf_counter() - started
     if index is not None and specs is not None and not entry.builtin:
+        from accelhal.plugin_index import Registered
+
         op_builders = any(
             impl.plugin is plugin for impl in registry.manager.hook.accelhal_register_op_builders.get_hookimpls()
         )
@@ -336,9 +362,9 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
 
 
 def _collect_backends(
-    registry: Registry, manager: pluggy.PluginManager, plugin: Any, record: PluginRecord
+    registry: Registry, hooks: list[Callable[..., Any]], record: PluginRecord
 ) -> list[BackendSpec] | None:
-    """Call ``plugin``'s hook and add what it registers; the specs it offered, or ``None`` when the hook failed."""
+    """Call the plugin's ``hooks`` and add what they register; the specs offered, or ``None`` when a hook failed."""
     pending: list[BackendSpec] = []
     offered: list[BackendSpec] = []
 
@@ -359,11 +385,9 @@ def _collect_backends(
             return
         pending.append(spec)
 
-    for impl in manager.hook.accelhal_register_backends.get_hookimpls():
-        if impl.plugin is not plugin:
-            continue
+    for hook in hooks:
         try:
-            impl.function(register=register)
+            hook(register=register)
         except PASSED_THROUGH:
             raise
         except BaseException as exc:  # a hook may fail in any way, sys.exit() included

@@ -115,3 +115,6 @@ class Decision:
     seconds: float = 0.0
     torch: TorchDiagnosis | None = None
     """How ``import torch`` went, once the selection needed torch."""
+    unprobed: list[tuple[Registration, CandidateRecord]] = field(default_factory=list, compare=False, repr=False)
+    """Backends below the chosen one, not probed yet, with their placeholder records in ``candidates``:
+    a report probes them (``accelhal.selection.detect``); the first ``get_accelerator()`` does not wait for them."""

@@ -156,6 +156,11 @@ class AcceleratorInfo(_Model):
     events: bool
     graphs: bool
     visible_devices_envs: list[str]
+    compile_backend: str = Field(description="what get_compile_backend() answers: the torch.compile backend to use")
+    compile_backend_reason: str = Field(description="why that backend (compile_backend_choice().reason)")
+    compile_backend_source: str = Field(
+        description="set, vendor, inductor or fallback (compile_backend_choice().source)"
+    )
     torch_version: str
     accelhal_version: str = __version__
     accelhal_contract_version: int = CONTRACT_VERSION
@@ -183,6 +188,7 @@ def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
         )
         for i in range(count)
     ]
+    compile_choice = acc.compile_backend_choice()
     return AcceleratorInfo(
         name=acc.name,
         device_type=acc.device_type,
@@ -198,6 +204,9 @@ def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
         events=Capability.EVENTS in acc.capabilities,
         graphs=Capability.GRAPHS in acc.capabilities,
         visible_devices_envs=acc.visible_devices_envs(),
+        compile_backend=compile_choice.backend,
+        compile_backend_reason=compile_choice.reason,
+        compile_backend_source=compile_choice.source,
         torch_version=torch.__version__,
         vendor_versions=acc.vendor_versions(),
     )

@@ -30,6 +30,7 @@ from accelhal.errors import (
     PluginError,
     UnknownBackendError,
     plugin_failure,
+    sentence,
 )
 from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import RELEVANT_VARIABLES, Settings
@@ -186,6 +187,7 @@ def detect() -> DetectionReport:
             with contextlib.suppress(Exception):  # the failure is in the decision
                 _select()
         assert _decision is not None
+        _probe_the_rest(_decision)
         return DetectionReport.from_decision(_decision)
 
 
@@ -433,65 +435,156 @@ def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[C
 
 
 def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[Decision, Accelerator]:
-    """Probe every registered backend and take the available one of highest priority."""
+    """Probe the registered backends by descending priority and take the first available one.
+
+    The backends below it are left to a report (:func:`_probe_the_rest`): their records say
+    so until then. Under strict mode every backend is probed now, so that any failure raises.
+    """
     reg = _selection_registry(settings)
-    records = [_run_probe(registration) for registration in reg.ordered()]
-    probed.extend(records)
+    ordered = reg.ordered()
+    records: list[CandidateRecord] = []
+    unprobed: list[tuple[Registration, CandidateRecord]] = []
     chosen: Accelerator | None = None
     chosen_record: CandidateRecord | None = None
-    for registration, record in zip(reg.ordered(), records, strict=True):
+    for position, registration in enumerate(ordered):
+        if chosen is not None and not settings.strict:
+            unprobed = [(r, _not_probed_yet(r, chosen.name)) for r in ordered[position:]]
+            records.extend(record for _, record in unprobed)
+            probed.extend(record for _, record in unprobed)
+            break
+        record = _run_probe(registration)
+        records.append(record)
+        probed.append(record)
         if record.status is not Status.AVAILABLE:
             if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
                 raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")
             continue
+        if chosen is not None:  # strict mode only: a lower-priority backend checked now
+            _check_lower_priority(reg, registration, record, chosen.name)
+            continue
         try:
-            if chosen is not None:  # not used, but its class must still be sound: a report shows no sham
-                _capturing(record, functools.partial(_load_checked, registration))
-                record.reason += f"; lower priority than {chosen.name!r}"
-                continue
             chosen = _capturing(record, functools.partial(_construct, registration))
             chosen_record = record
         except PluginError as exc:
             _mark_invalid(reg, record, exc)  # raises under strict mode
     if chosen is None or chosen_record is None:
-        fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
-        why = f": {fallback.reason}" if fallback is not None else ""
-        probed_summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records) or "none registered"
-        held_back = reg.held_back()
-        raise BackendUnavailableError(
-            plugins.FALLBACK_BACKEND,
-            f"no backend is available, not even the cpu fallback{why}. Probed: {probed_summary}"
-            + (f". Held back: {held_back}" if held_back else ""),
-            hint=fallback.hint if fallback is not None else None,
-        )
-    summary = "; ".join(f"{r.name}: {r.status.value} ({r.reason})" for r in records if r is not chosen_record)
-    summary = summary or "no other backend is registered"
-    if chosen.name == plugins.FALLBACK_BACKEND:
-        rule = "fallback"
-        explanation = f"no accelerator qualified, so the cpu fallback was chosen. Probed: {summary}"
-        problems = "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
-        logger.warning(
-            "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
-            summary,
-            f" Plugin problems: {problems} ('accelhal doctor' says how to fix them)." if problems else "",
-        )
-    else:
-        rule = "priority"
-        explanation = (
-            f"{chosen.name!r} is the available backend with the highest priority "
-            f"({chosen_record.priority}); others: {summary}"
-        )
-        logger.info("accelhal: selected %r by priority", chosen.name)
+        raise _nothing_available(reg, records)
     decision = Decision(
         chosen=chosen.name,
-        rule=rule,
-        explanation=explanation,
+        rule="fallback" if chosen.name == plugins.FALLBACK_BACKEND else "priority",
+        explanation="",
         candidates=records,
         plugins=list(reg.plugins),
         failures=list(reg.failures),
         environment=_environment(reg),
+        unprobed=unprobed,
     )
+    decision.explanation = _explanation(decision, chosen_record)
+    if decision.rule == "fallback":
+        problems = "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
+        logger.warning(
+            "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
+            _others(decision, chosen_record),
+            f" Plugin problems: {problems} ('accelhal doctor' says how to fix them)." if problems else "",
+        )
+    else:
+        logger.info("accelhal: selected %r by priority", chosen.name)
     return decision, chosen
+
+
+def _nothing_available(reg: plugins.Registry, records: list[CandidateRecord]) -> BackendUnavailableError:
+    """The error when not even the fallback is available; a cause several backends share is said once.
+
+    (A torch that cannot load makes every backend ``broken`` for the same reason.)
+    """
+    fallback = next((r for r in records if r.name == plugins.FALLBACK_BACKEND), None)
+    others = [r for r in records if r is not fallback]
+    message = "no backend is available, not even the cpu fallback"
+    if fallback is not None:
+        alike = [r.name for r in others if (r.status, r.reason) == (fallback.status, fallback.reason)]
+        others = [r for r in others if r.name not in alike]
+        message = sentence(f"{message}: {_summary([fallback])}")
+        if alike:
+            message += (
+                f" {_names(alike)} {'is' if len(alike) == 1 else 'are'} {fallback.status.value} for the same reason."
+            )
+    if others or fallback is None:
+        message = sentence(message) + f" Probed: {_summary(others) or 'none registered'}"
+    held_back = reg.held_back()
+    if held_back:
+        message = sentence(message) + f" Held back: {held_back}"
+    return BackendUnavailableError(
+        plugins.FALLBACK_BACKEND, message, hint=fallback.hint if fallback is not None else None
+    )
+
+
+def _names(names: list[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _summary(records: list[CandidateRecord]) -> str:
+    """``name: status (reason)`` for each backend, ``"; "`` between.
+
+    Backends with the same verdict share one entry (``a, b: broken (torch itself cannot load: ...)``),
+    so that a shared cause is said once.
+    """
+    groups: dict[tuple[Status, str], list[str]] = {}
+    for record in records:
+        groups.setdefault((record.status, record.reason), []).append(record.name)
+    return "; ".join(f"{', '.join(names)}: {status.value} ({reason})" for (status, reason), names in groups.items())
+
+
+def _not_probed_yet(registration: Registration, chosen: str) -> CandidateRecord:
+    reason = f"not probed: {chosen!r} has a higher priority; a report (accelhal.detect()) probes it"
+    return CandidateRecord.of(registration, Status.NOT_PROBED, reason)
+
+
+def _check_lower_priority(
+    reg: plugins.Registry, registration: Registration, record: CandidateRecord, chosen: str
+) -> None:
+    """An available backend below the chosen one: not used, but its class must be sound (a report shows no sham)."""
+    try:
+        _capturing(record, functools.partial(_load_checked, registration))
+        record.reason += f"; lower priority than {chosen!r}"
+    except PluginError as exc:
+        _mark_invalid(reg, record, exc)  # raises under strict mode
+
+
+def _others(decision: Decision, chosen_record: CandidateRecord) -> str:
+    """What the other candidates said, for the explanation and the fallback's warning."""
+    return _summary([r for r in decision.candidates if r is not chosen_record]) or "no other backend is registered"
+
+
+def _explanation(decision: Decision, chosen_record: CandidateRecord) -> str:
+    if decision.rule == "fallback":
+        return f"no accelerator qualified, so the cpu fallback was chosen. Probed: {_others(decision, chosen_record)}"
+    return (
+        f"{decision.chosen!r} is the available backend with the highest priority "
+        f"({chosen_record.priority}); others: {_others(decision, chosen_record)}"
+    )
+
+
+def _probe_the_rest(decision: Decision) -> None:
+    """Probe the backends the cascade left below its choice (:attr:`Decision.unprobed`), for a report.
+
+    Each record is filled in place, as the cascade would have filled it; the explanation and
+    the failures follow. Called with ``_lock`` held.
+    """
+    if not decision.unprobed:
+        return
+    pending, decision.unprobed = decision.unprobed, []
+    reg = plugins.current_registry()
+    chosen_record = next(r for r in decision.candidates if r.name == decision.chosen)
+    for registration, placeholder in pending:
+        record = _run_probe(registration)
+        if record.status is Status.AVAILABLE and reg is not None and decision.chosen is not None:
+            _check_lower_priority(reg, registration, record, decision.chosen)
+        for name, value in _record.record_fields(record).items():
+            setattr(placeholder, name, value)
+    if reg is not None:
+        decision.failures = list(reg.failures)
+    decision.explanation = _explanation(decision, chosen_record)
 
 
 def _check_instance(accelerator: object) -> Accelerator:

@@ -129,6 +129,14 @@ VARIABLES: tuple[Variable, ...] = (
         "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
         "stale and broken: this is how a build killed on another host sharing the cache is detected.",
     ),
+    Variable(
+        "ACCELHAL_DIST_TIMEOUT",
+        "seconds",
+        "600",
+        "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
+        "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
+        "minutes on gloo). A rank that dies makes the others fail within it.",
+    ),
 )
 
 VARIABLES += (
@@ -199,6 +207,21 @@ VARIABLES += (
         "torch's own: 0 stops import torch from loading vendor extensions; accelhal reports it and suggests it.",
     ),
     Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
+    Variable(
+        "TORCHELASTIC_USE_AGENT_STORE",
+        "boolean",
+        "set by torchrun",
+        "torch's own, set by torchrun for its workers: True when its agent, not rank 0, hosts the rendezvous store "
+        "(accelhal.distributed then names no rank when that store is lost).",
+    ),
+    Variable(
+        "TORCHELASTIC_MAX_RESTARTS",
+        "integer",
+        "set by torchrun",
+        "torch's own, how often torchrun may restart the job: above 0 with the agent's store shared, "
+        "init_process_group warns that restarted groups can read stale addresses (set "
+        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for torchrun).",
+    ),
     Variable(
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
         "boolean",
@@ -337,6 +360,20 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
             value=raw,
         )
     return value
+
+
+DIST_TIMEOUT_SECONDS = 600.0
+"""``ACCELHAL_DIST_TIMEOUT`` when unset: torch's NCCL default, a third of its gloo default."""
+
+
+def dist_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """``ACCELHAL_DIST_TIMEOUT`` in seconds: the default timeout of ``accelhal.distributed.init_process_group``.
+
+    >>> dist_timeout({}), dist_timeout({"ACCELHAL_DIST_TIMEOUT": "30"})
+    (600.0, 30.0)
+    """
+    env = os.environ if environ is None else environ
+    return parse_seconds("ACCELHAL_DIST_TIMEOUT", env.get("ACCELHAL_DIST_TIMEOUT"), DIST_TIMEOUT_SECONDS)
 
 
 def cache_home(environ: Mapping[str, str] | None = None) -> str:

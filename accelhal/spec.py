@@ -145,6 +145,11 @@ class BackendSpec:
         generic: a backend offered for a device type no other backend claims (the
             generic backend over ``torch.accelerator``); any other registration of the
             same name or device type takes precedence over it, and it stands aside.
+        compile_backend: the ``torch.compile`` backend the vendor registers with
+            ``torch._dynamo`` for this device (``"hpu_backend"``), which
+            :meth:`~accelhal.Accelerator.get_compile_backend` then answers; empty (the
+            default) lets accelhal choose: ``"inductor"`` where Inductor generates code for
+            the device type, else ``"aot_eager"`` (:mod:`accelhal.compiling`).
     """
 
     name: str
@@ -164,6 +169,7 @@ class BackendSpec:
     contract_version: int = CONTRACT_VERSION
     description: str = ""
     generic: bool = False
+    compile_backend: str = ""
     _class_cache: list[type[Accelerator]] = field(default_factory=list, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -205,6 +211,8 @@ class BackendSpec:
             problems.append(f"contract_version must be an int, got {self.contract_version!r}")
         if not isinstance(self.generic, bool):
             problems.append(f"generic must be a bool, got {self.generic!r}")
+        if not isinstance(self.compile_backend, str) or self.compile_backend != self.compile_backend.strip():
+            problems.append(f"compile_backend must be a torch.compile backend name or '', got {self.compile_backend!r}")
         return problems
 
     @classmethod

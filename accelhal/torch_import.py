@@ -50,7 +50,8 @@ AUTOLOAD_VARIABLE = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 
 _AUTOLOAD_FUNCTION = "_import_device_backends"
 """The function of ``torch/__init__.py`` that loads the entry points (its frame names the culprit)."""
-_AUTOLOAD_MESSAGE = re.compile(r"Failed to load the backend extension: (?P<name>.+?)\. ")
+_AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "
+"""torch's message naming the failed entry point (compiled by :mod:`re` on first use: only a failure needs it)."""
 
 
 def first_line(exc: BaseException) -> str:
@@ -205,7 +206,7 @@ def _autoload_culprit(failure: BaseException) -> AutoloadFailure | None:
     """The ``torch.backends`` entry point that was loading when ``failure`` was raised, if any."""
     entry_point = _entry_point_in_frames(failure.__traceback__)
     if entry_point is None:
-        match = _AUTOLOAD_MESSAGE.search(str(failure))
+        match = re.search(_AUTOLOAD_MESSAGE, str(failure))
         if match is None:
             return None
         named = [ep for ep in metadata.entry_points(group="torch.backends") if ep.name == match["name"]]

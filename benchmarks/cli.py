@@ -5,7 +5,8 @@
     python -m benchmarks                      # every CPU suite; rewrites benchmarks/RESULTS.md
     python -m benchmarks --suite members      # one suite (repeatable)
     python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
-    python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, start-up
+    python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, compile, start-up
+    python3 -m benchmarks --suite compile     # torch.compile's compiled / eager step on the active backend
 
 JSON goes to ``--out`` (default ``benchmarks/results/``, git-ignored). A full CPU run
 regenerates ``benchmarks/RESULTS.md`` and ``benchmarks/member-ratios.png``; a ``--gpu``
@@ -31,8 +32,8 @@ CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspe
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
 ``members``, which must not see DeepSpeed's side effects.
 """
-GPU_SUITES = ("gpu", "hot_path", "discovery", "startup")
-"""On the GPU machine: the cuda figures, then the process-level figures on that host too."""
+GPU_SUITES = ("gpu", "compile", "hot_path", "discovery", "startup")
+"""On the GPU machine: the cuda figures, torch.compile's step ratio, then the process-level figures on that host too."""
 
 
 def _suite(name: str) -> Callable[[Method], SuiteResult]:

@@ -10,9 +10,13 @@ from after ``import torch`` to the return of the first ``get_accelerator()``.
 
 One row is not accelhal's: ``torch.cuda.device_count()`` alone, timed the same way. It is
 the query the cuda probe makes (on a machine with an NVIDIA driver, an NVML
-initialisation that takes 10-16 ms on the H100 host), a cost any program that asks torch
-whether it has a GPU pays. The last target subtracts it, round by round, from the
-selection: what discovery and selection themselves cost as the environment grows.
+initialisation that takes 10-17 ms on the H100 host), a cost any program that asks torch
+whether it has a GPU pays. The target is what the first ``get_accelerator()`` costs beyond
+it (limit 10 ms), measured inside each process: the child asks ``torch.cuda.device_count()``
+itself before the clock starts, then selects. Whatever a second query costs (torch does not
+cache the count before CUDA is initialised) stays in the figure, so it is an upper bound of
+accelhal's own cost; the whole call and the paired difference of the two separate rows are
+in the target's note.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ CHILD = """
 import os, sys, time
 {prelude}
 import torch
+{before}
 started, started_cpu = time.perf_counter(), time.process_time()
 {measured}
 print((time.process_time() - started_cpu) * 1e3, (time.perf_counter() - started) * 1e3)
@@ -38,6 +43,9 @@ DEVICE_QUERY = "torch.cuda.device_count()"
 GROWN = f"+{EXTRA_DISTRIBUTIONS:,} distributions"
 FORCED = f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu"
 QUERY = f"+{EXTRA_DISTRIBUTIONS:,} distributions, torch.cuda.device_count() alone (torch, not accelhal)"
+BEYOND = f"+{EXTRA_DISTRIBUTIONS:,} distributions, after the process asked torch.cuda.device_count()"
+LIMIT_MS = 10.0
+"""The first ``get_accelerator()`` beyond torch's own device query, on every host."""
 
 
 def make_distributions(site: Path, count: int = EXTRA_DISTRIBUTIONS) -> Path:
@@ -65,13 +73,14 @@ def run(method: Method) -> SuiteResult:
         forced = grown + "\nos.environ['ACCELHAL_ACCELERATOR'] = 'cpu'"
         cold = grown + "\nimport tempfile\nos.environ['XDG_CACHE_HOME'] = tempfile.mkdtemp()"
         commands = {
-            "installed environment": python(CHILD.format(prelude="", measured=SELECT)),
-            GROWN: python(CHILD.format(prelude=grown, measured=SELECT)),
-            FORCED: python(CHILD.format(prelude=forced, measured=SELECT)),
+            "installed environment": python(CHILD.format(prelude="", before="", measured=SELECT)),
+            GROWN: python(CHILD.format(prelude=grown, before="", measured=SELECT)),
+            BEYOND: python(CHILD.format(prelude=grown, before=DEVICE_QUERY, measured=SELECT)),
+            FORCED: python(CHILD.format(prelude=forced, before="", measured=SELECT)),
             f"+{EXTRA_DISTRIBUTIONS:,} distributions, empty entry-point cache": python(
-                CHILD.format(prelude=cold, measured=SELECT)
+                CHILD.format(prelude=cold, before="", measured=SELECT)
             ),
-            QUERY: python(CHILD.format(prelude=grown, measured=DEVICE_QUERY)),
+            QUERY: python(CHILD.format(prelude=grown, before="", measured=DEVICE_QUERY)),
         }
         clocks = compare_processes(commands, method, reported=True)
     comparison = clocks["cpu"]
@@ -81,7 +90,8 @@ def run(method: Method) -> SuiteResult:
         for row in clock_rows(clocks, lambda ms: fmt(ms - base, "ms"))
     ]
     grown_sample, forced_sample = comparison.samples[GROWN], comparison.samples[FORCED]
-    own_sample = comparison.difference(GROWN, QUERY)
+    beyond_sample, query_sample = comparison.samples[BEYOND], comparison.samples[QUERY]
+    paired = comparison.difference(GROWN, QUERY)
     return SuiteResult(
         suite="discovery",
         title="Plugin discovery: first get_accelerator() after import torch (measured in fresh processes)",
@@ -89,26 +99,23 @@ def run(method: Method) -> SuiteResult:
         rows=rows,
         targets=[
             Target(
-                f"selection after import torch, +{EXTRA_DISTRIBUTIONS:,} distributions",
-                grown_sample.median,
-                20.0,
+                f"first get_accelerator() beyond torch's own device query, +{EXTRA_DISTRIBUTIONS:,} distributions",
+                beyond_sample.median,
+                LIMIT_MS,
                 "ms",
-                grown_sample.iqr,
-                note=f"torch.cuda.device_count() alone, same environment: {comparison.samples[QUERY].median:.1f} ms",
+                beyond_sample.iqr,
+                note=(
+                    f"in each process, after torch.cuda.device_count(); the whole call: {grown_sample.median:.1f} ms, "
+                    f"torch.cuda.device_count() alone: {query_sample.median:.1f} ms, the whole call less it, paired: "
+                    f"{paired.median:.1f} ms"
+                ),
             ),
             Target(
-                f"same, ACCELHAL_ACCELERATOR=cpu, +{EXTRA_DISTRIBUTIONS:,} distributions",
+                f"same, ACCELHAL_ACCELERATOR=cpu (no device query), +{EXTRA_DISTRIBUTIONS:,} distributions",
                 forced_sample.median,
-                20.0,
+                LIMIT_MS,
                 "ms",
                 forced_sample.iqr,
-            ),
-            Target(
-                f"selection less torch's own device query, +{EXTRA_DISTRIBUTIONS:,} distributions",
-                own_sample.median,
-                20.0,
-                "ms",
-                own_sample.iqr,
             ),
         ],
         raw={clock: {name: s.summary() for name, s in c.samples.items()} for clock, c in clocks.items()},

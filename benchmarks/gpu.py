@@ -108,10 +108,19 @@ def accelhal_loop(acc: Any, model: Any, optimizer: Any, batches: list[Any], step
     return times
 
 
-def _paired(method: Method, runs: Mapping[str, Callable[[], object]], blocks: int | None = None) -> dict[str, Any]:
-    """Alternate the runs block by block (rotated order); wall ms per block (``blocks`` rounds, default repeats)."""
+def _paired(
+    method: Method,
+    runs: Mapping[str, Callable[[], object]],
+    blocks: int | None = None,
+    synchronize: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """Alternate the runs block by block (rotated order); wall ms per block (``blocks`` rounds, default repeats).
+
+    ``synchronize`` waits for the device before and after each block (default ``torch.cuda.synchronize``).
+    """
     import torch
 
+    sync = synchronize or torch.cuda.synchronize
     names = list(runs)
     for _ in range(max(1, method.warmup)):
         for name in names:
@@ -126,10 +135,10 @@ def _paired(method: Method, runs: Mapping[str, Callable[[], object]], blocks: in
             for name in order:
                 gc.collect()
                 gc.disable()
-                torch.cuda.synchronize()
+                sync()
                 started = time.perf_counter()
                 runs[name]()
-                torch.cuda.synchronize()
+                sync()
                 samples[name].append((time.perf_counter() - started) * 1e3)
                 gc.enable()
     finally:

@@ -36,7 +36,7 @@ nitpick_ignore_regex = [
     (
         r"py:.*",
         r"(torch|pydantic|pluggy|rich|argparse|types|enum|typing|collections|contextlib|importlib|dataclasses|"
-        r"threading|logging|abc|re|os|pathlib|datetime|subprocess)(\..*)?",
+        r"threading|logging|abc|re|os|pathlib|datetime|subprocess|metadata)(\..*)?",
     ),
     (
         r"py:.*",

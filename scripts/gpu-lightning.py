@@ -11,8 +11,9 @@ accelhal (``docs/lightning.md`` lists them)::
 The model, data and Trainer settings are those of ``tests/compat/lightning_train.py``
 (``seed_everything(0)``, ``deterministic=True``). The accelhal backend is forced to the
 baseline's name, so a machine without the device fails instead of comparing on the host.
-Exits 1 when a loss differs at all (printing the largest absolute difference) or when the
-accelhal run trained elsewhere than Lightning's.
+Exits 1 when a loss differs at all (printing the largest absolute difference), when the
+accelhal run trained elsewhere than Lightning's, or when the accelhal run's log lacks its line
+saying which backend and device it used (on cuda: with the note on Lightning's own line).
 """
 
 from __future__ import annotations
@@ -24,21 +25,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loss_tables import table, verdict
+
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "tests" / "compat" / "lightning_train.py"
-
-
-def _table(title: str, theirs: list[float], ours: list[float]) -> float:
-    print(f"\n{title}\n{'step':>4}  {'Lightning':>22}  {'accelhal':>22}  {'|diff|':>10}")
-    for step, (a, b) in enumerate(zip(theirs, ours, strict=True)):
-        print(f"{step:>4}  {a!r:>22}  {b!r:>22}  {abs(a - b):>10.3g}")
-    return max(abs(a - b) for a, b in zip(theirs, ours, strict=True))
 
 
 def _compare(title: str, theirs: dict[str, Any], ours: dict[str, Any]) -> list[str]:
     """Print one comparison; returns what differs."""
     problems = []
-    diff = _table(title, theirs["losses"], ours["losses"])
+    diff = table(title, ("Lightning", "accelhal"), theirs["losses"], ours["losses"])
     if diff != 0.0:
         problems.append(f"{title}: losses differ, max |diff| {diff:.3g}")
     placed = ("root_device", "device", "param_device", "autocast", "process_group_backend")
@@ -47,6 +43,16 @@ def _compare(title: str, theirs: dict[str, Any], ours: dict[str, Any]) -> list[s
             problems.append(f"{title}: {key} is {ours.get(key)!r} with accelhal, {theirs.get(key)!r} with Lightning")
     print("  placed: " + ", ".join(f"{key}={ours.get(key)!r}" for key in placed))
     return problems
+
+
+def _device_lines(ours: dict[str, Any], baseline: str) -> list[str]:
+    """Print Lightning's device lines of the accelhal run; what is missing from accelhal's own line."""
+    lines = [line for line in ours.get("log", []) if "available" in line or line.startswith("accelhal:")]
+    print("  log: " + " | ".join(lines))
+    wanted = [f"accelhal: backend {baseline!r} used: True ("]
+    if baseline in ("cuda", "mps"):
+        wanted.append("counts only its own")
+    return [f"the log lacks {text!r}" for text in wanted if not any(text in line for line in lines)]
 
 
 def _ddp(baseline: str) -> list[dict[str, Any]]:
@@ -85,15 +91,12 @@ def main() -> int:
         theirs = train("lightning.pytorch", args.baseline, precision, steps=args.steps)
         ours = train("lightning.pytorch", "accelhal", precision, steps=args.steps)
         problems += _compare(f"single device, {precision}", theirs, ours)
+        problems += _device_lines(ours, args.baseline)
     if args.ddp:
         theirs_ranks, ours_ranks = _ddp(args.baseline)
         for theirs, ours in zip(theirs_ranks, ours_ranks, strict=True):
             problems += _compare(f"DDP rank {theirs['rank']} of {theirs['world_size']}, 32-true", theirs, ours)
-    print()
-    for problem in problems:
-        print("DIFFERS: " + problem)
-    print("RESULT: " + ("identical" if not problems else f"{len(problems)} difference(s)"))
-    return 1 if problems else 0
+    return verdict(problems)
 
 
 if __name__ == "__main__":

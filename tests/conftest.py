@@ -7,11 +7,15 @@ import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import accelhal
 from accelhal import selection
+from tests import parallel
+from tests.sharing import RunCache, run_directory
+from tests.venvs import REPO
 
 ACCELHAL_VARIABLES = (
     "ACCELHAL_ACCELERATOR",
@@ -84,20 +88,53 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     selection.reset_accelerator()
 
 
+@pytest.fixture(scope="session")
+def run_cache(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> RunCache:
+    """Artefacts built once per test run, shared by all its xdist workers (:mod:`tests.sharing`)."""
+    return RunCache(run_directory(pytestconfig, tmp_path_factory) / "run-cache")
+
+
+@pytest.fixture(scope="session")
+def accelhal_wheel(run_cache: RunCache) -> Path:
+    """A wheel of this checkout, built once per test run."""
+    return run_cache.wheel(REPO)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n`` without ``--dist`` spreads the suite as :mod:`tests.parallel` says."""
+    parallel.choose_distribution(config)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole modules (or ``xdist_group`` groups) to one worker each, the slow ones first (:mod:`tests.parallel`)."""
+    return parallel.make_scheduler(config, log)
+
+
 ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
 """Every test under this directory is a framework adapter's (marked ``adapter``: outside the core suite)."""
 
-ADAPTER_FRAMEWORKS = ("deepspeed", "lightning", "pytorch_lightning", "accelerate", "ray", "tests.compat")
+ADAPTER_FRAMEWORKS = (
+    "deepspeed",
+    "lightning",
+    "pytorch_lightning",
+    "accelerate",
+    "ray",
+    "transformers",
+    "tests.compat",
+)
 """What only an adapter's test imports: a test module elsewhere that imports one is marked ``adapter`` itself
 (``tests/test_core_suite.py`` checks it)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the adapters' tests ``adapter``; skip GPU-marked tests, with the reason, where no CUDA device is visible."""
+    """Mark the adapters' tests ``adapter``, order the units for xdist, skip GPU tests where no CUDA device is seen."""
     for item in items:
         if item.path.is_relative_to(ADAPTER_TESTS):
             item.add_marker(pytest.mark.adapter)
+    parallel.order_for_workers(config, items)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:
         return

@@ -2,7 +2,8 @@
 
 torch here has no GPU (a CPU build, or the package index's CUDA build on a machine without
 one): ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no device, and torch_npu,
-torch_mlu, torch_sdaa, torch_supa, torch_musa and habana_frameworks are not installed.
+torch_mlu, torch_sdaa, torch_supa, torch_musa, habana_frameworks and torch_xla are not installed
+(the xla backend with torch_xla installed is tested by ``tests/xla``, ``nox -s xla``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ VENDOR_PACKAGES = {
     "sdaa": "torch_sdaa",
     "supa": "torch_supa",
     "musa": "torch_musa",
+    "xla": "torch_xla",
 }
 NO_DEVICE_REASON = "torch loads but torch.{}.device_count() is 0"
 CUDA_FLAVOUR = "; CUDA flavour: " + (
@@ -149,7 +151,7 @@ def test_detection_creates_no_cuda_context() -> None:
 
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "generic"):
+for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "xla", "generic"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

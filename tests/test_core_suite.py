@@ -70,7 +70,12 @@ def test_the_scan_sees_imports_and_lookups() -> None:
 
 def test_not_adapter_selects_the_core_suite_only() -> None:
     """``-m "not adapter"`` over the adapters' tests and this module collects this module's tests alone."""
-    paths = ["tests/compat", "tests/privateuse1/test_frameworks.py", "tests/test_core_suite.py"]
+    paths = [
+        "tests/compat",
+        "tests/privateuse1/test_frameworks.py",
+        "tests/privateuse1/test_accelerate.py",
+        "tests/test_core_suite.py",
+    ]
     command = [sys.executable, "-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-m", "not adapter", *paths]
     result = subprocess.run(command, cwd=TESTS.parent, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -179,7 +179,7 @@ def test_compile_backend(cpu: Accelerator) -> None:
     assert cpu.get_compile_backend() == "inductor"
     cpu.set_compile_backend("eager")
     assert cpu.get_compile_backend() == "eager"
-    with pytest.raises(ValueError, match="'nope' is not a torch.compile backend"):
+    with pytest.raises(ValueError, match="'nope' cannot be used on 'cpu': it is not a torch.compile backend"):
         cpu.set_compile_backend("nope")
     assert cpu.get_compile_backend() == "eager"
 

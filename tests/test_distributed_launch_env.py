@@ -9,6 +9,7 @@ import pytest
 
 from accelhal.errors import ConfigurationError, DistributedSetupError
 from accelhal.launcher import LAUNCHERS, local_rank, local_size, read_launch_env
+from tests.cluster_launch import srun_variables
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
 
@@ -291,3 +292,81 @@ print(*seen)
 def test_the_cpu_backend_follows_each_change_of_the_local_world_size() -> None:
     out = _run_on_cpu(FOLLOWS_SIZE, RANK="0", WORLD_SIZE="4", LOCAL_RANK="0", LOCAL_WORLD_SIZE="4")
     assert out.split() == ["4", "3", "2", "4"]
+
+
+def srun_task(procid: int, **overrides: str) -> dict[str, str]:
+    """What ``srun -N2 --ntasks-per-node=2`` sets for task ``procid``, in a step on two of the job's four nodes."""
+    env = srun_variables(procid, nodes=2, tasks_per_node=2, nodelist="node[03-05,07]", job_id="4321987")
+    return {**env, "SLURM_STEP_NODELIST": "node[03,05]", **overrides}
+
+
+def test_srun_task_reads_its_place_and_rank_zeros_host_from_the_step_nodelist() -> None:
+    launches = [read_launch_env(srun_task(procid)) for procid in range(4)]
+    assert [(la.rank, la.local_rank, la.local_world_size, la.world_size) for la in launches] == [
+        (0, 0, 2, 4),
+        (1, 1, 2, 4),
+        (2, 0, 2, 4),
+        (3, 1, 2, 4),
+    ]
+    for launch in launches:
+        assert (launch.source, launch.master_addr, launch.master_port) == ("slurm", "node03", 15000 + 1987)
+        assert launch.variable("local_world_size") == "SLURM_STEP_TASKS_PER_NODE"
+        assert launch.variable("master_addr") == "SLURM_STEP_NODELIST"
+        assert launch.variable("master_port") == "SLURM_JOB_ID"
+
+
+def test_slurm_rendezvous_falls_back_to_the_job_nodelist_and_yields_to_master_variables() -> None:
+    env = srun_task(1)
+    del env["SLURM_STEP_NODELIST"]
+    assert read_launch_env(env).master_addr == "node03"
+    env["SLURM_JOB_NODELIST"] = "gpu[7-8],login"
+    assert read_launch_env(env).master_addr == "gpu7"
+    launch = read_launch_env({**env, "MASTER_ADDR": "head", "MASTER_PORT": "29400"})
+    assert (launch.master_addr, launch.master_port) == ("head", 29400)
+    assert launch.variable("master_addr") == "MASTER_ADDR"
+
+
+def test_pmi_under_srun_takes_slurms_rendezvous() -> None:
+    env = {"PMI_RANK": "3", "PMI_SIZE": "4", **srun_task(3)}
+    launch = read_launch_env(env)
+    assert (launch.source, launch.master_addr, launch.master_port) == ("pmi", "node03", 16987)
+
+
+def test_a_malformed_nodelist_is_named_only_when_it_is_needed() -> None:
+    env = srun_task(0, SLURM_STEP_NODELIST="node[03-")
+    err = _error(env)
+    assert err.variable == "SLURM_STEP_NODELIST"
+    assert "MASTER_ADDR is not set and SLURM_STEP_NODELIST cannot give it" in str(err)
+    assert "leaves a bracket open" in str(err) and "Set MASTER_ADDR to the host of rank 0" in str(err)
+    assert read_launch_env({**env, "MASTER_ADDR": "node03"}).master_addr == "node03"
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+        ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+    ],
+    ids=["openmpi", "mpich"],
+)
+def test_mpi_on_one_node_defaults_to_loopback_and_torchruns_port(variables: tuple[str, str, str, str]) -> None:
+    def launch(rank: int, world: int, local_rank: int, local_size: int | None) -> tuple[str | None, int | None]:
+        values = [rank, world, local_rank, local_size]
+        found = read_launch_env({name: str(v) for name, v in zip(variables, values, strict=True) if v is not None})
+        return found.master_addr, found.master_port
+
+    assert launch(1, 2, 1, 2) == ("127.0.0.1", 29500)
+    assert launch(3, 4, 1, 2) == (None, 29500)  # across nodes: which host runs rank 0 is not said
+    assert launch(1, 2, 1, None) == (None, 29500)  # no local size: nor here
+
+
+def test_torchrun_gets_no_rendezvous_default() -> None:
+    launch = read_launch_env(TORCHRUN)
+    assert (launch.master_addr, launch.master_port) == (None, None)
+
+
+def test_an_salloc_shell_is_not_a_launch_and_its_task_counts_are_not_read() -> None:
+    """``salloc -n 5 -N 2`` sets the allocation's uneven ``SLURM_TASKS_PER_NODE`` but runs no task."""
+    shell = {"SLURM_JOB_ID": "7", "SLURM_TASKS_PER_NODE": "3,2", "SLURM_JOB_NODELIST": "node[1-2]"}
+    assert read_launch_env(shell).source == "none"
+    assert local_size(shell) is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +13,7 @@ import accelhal
 import accelhal.distributed as ahd
 from accelhal.distributed import process_group
 from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests.sharing import free_port
 
 
 class _VendorLikeCpu(CpuAccelerator):
@@ -22,12 +22,6 @@ class _VendorLikeCpu(CpuAccelerator):
     _communication_backend_name = "hccl"
     _visible_devices_envs = ("DEMO_VISIBLE_DEVICES",)
     _export_envs = ("DEMO_", "GLOO_")
-
-
-def _free_port() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return str(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -50,7 +44,7 @@ def environ(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
 
 def _single(env: dict[str, str], **extra: str) -> None:
     env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", MASTER_ADDR="127.0.0.1")
-    env["MASTER_PORT"] = _free_port()
+    env["MASTER_PORT"] = str(free_port())
     env.update(extra)
 
 
@@ -93,11 +87,27 @@ def test_group_set_up_by_torch_directly_is_accepted_or_refused(environ: dict[str
 
 def test_mpi_launch_exports_torch_variables(environ: dict[str, str]) -> None:
     environ.update(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="1", OMPI_COMM_WORLD_LOCAL_RANK="0")
-    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_free_port())
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     setup = ahd.init_process_group()
     assert setup.launch.source == "openmpi"
     assert (environ["RANK"], environ["WORLD_SIZE"], environ["LOCAL_RANK"]) == ("0", "1", "0")
     assert "LOCAL_WORLD_SIZE" not in environ  # Open MPI did not say, so neither do we
+
+
+@pytest.mark.parametrize("restarts", ["1", "0"])
+def test_torchruns_shared_store_with_restarts_is_warned_of(
+    environ: dict[str, str], caplog: pytest.LogCaptureFixture, restarts: str
+) -> None:
+    """torchrun hosts the store (here a real TCPStore playing its agent) and may restart the job: warned."""
+    _single(environ, TORCHELASTIC_USE_AGENT_STORE="True", TORCHELASTIC_MAX_RESTARTS=restarts)
+    agent_store = dist.TCPStore("127.0.0.1", int(environ["MASTER_PORT"]), is_master=True, wait_for_workers=False)
+    with caplog.at_level("WARNING", logger="accelhal.distributed"):
+        ahd.init_process_group()
+    warned = [r.getMessage() for r in caplog.records if "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in r.getMessage()]
+    assert len(warned) == (restarts != "0")
+    if warned:
+        assert "--max-restarts=1" in warned[0] and "read the previous group's addresses" in warned[0]
+    del agent_store
 
 
 def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
@@ -107,6 +117,15 @@ def test_missing_master_addr_is_refused(environ: dict[str, str]) -> None:
     assert err.variable == "MASTER_ADDR"
     assert "MASTER_ADDR is not set but the rendezvous is env://" in str(err)
     assert "init_method='tcp://HOST:PORT'" in str(err)
+
+
+def test_mpi_across_nodes_without_master_addr_says_how_to_forward_it(environ: dict[str, str]) -> None:
+    environ.update(OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_RANK="0")
+    environ.update(OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    err = _refusal()
+    assert err.variable == "MASTER_ADDR" and "MASTER_PORT" not in str(err).split(" but ")[0]
+    assert "mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=29500" in str(err)
+    assert "RANK" not in environ  # refused before anything was exported
 
 
 def test_missing_both_rendezvous_variables_with_explicit_env_method(environ: dict[str, str]) -> None:
@@ -123,6 +142,14 @@ def test_tcp_init_method_needs_no_master_variables(environ: dict[str, str]) -> N
     assert setup.world_size == 1
 
 
+@pytest.mark.parametrize("value", ["0", "-5", "soon", "inf"])
+def test_bad_timeout_setting_is_refused_before_anything_is_set_up(environ: dict[str, str], value: str) -> None:
+    _single(environ, ACCELHAL_DIST_TIMEOUT=value)
+    with pytest.raises(accelhal.ConfigurationError, match="ACCELHAL_DIST_TIMEOUT=.* is not a positive number") as info:
+        ahd.init_process_group()
+    assert info.value.variable == "ACCELHAL_DIST_TIMEOUT" and not dist.is_initialized()
+
+
 def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -> None:
     _single(environ, RANK="63", WORLD_SIZE="64", LOCAL_RANK="63")
     del environ["LOCAL_WORLD_SIZE"]
@@ -137,7 +164,7 @@ def test_local_rank_beyond_visible_devices_is_refused(environ: dict[str, str]) -
 def test_refused_mpi_launch_writes_no_torch_variables(environ: dict[str, str]) -> None:
     """An Open MPI launch whose local rank has no device is refused before RANK etc. are exported."""
     environ.update(OMPI_COMM_WORLD_RANK="63", OMPI_COMM_WORLD_SIZE="64", OMPI_COMM_WORLD_LOCAL_RANK="63")
-    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=_free_port())
+    environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
     before = dict(environ)
     err = _refusal()
     assert "OMPI_COMM_WORLD_LOCAL_RANK=63" in str(err)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accelhal.entry_points import find
+from accelhal.entry_points import find, name_and_version
 
 
 def as_tuples(points: list[metadata.EntryPoint]) -> list[tuple[str, str, str]]:
@@ -259,3 +259,22 @@ def test_an_entry_without_accelhal_itself_cannot_break_selection_in_a_fresh_proc
     again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     assert again.returncode == 0 and again.stdout.split() == ["cpu"], again.stderr
     assert all(len(json.loads(p.read_text())["directories"]) == len(good) for p in written)  # the real answer again
+
+
+def test_name_and_version_agree_with_the_full_metadata_parse(tmp_path: Path) -> None:
+    """Every installed distribution, and the shapes the header reader must hand to the full parse."""
+    odd = {
+        "folded": "Metadata-Version: 2.1\nName: folded\nVersion:\n  1.0\n",  # a value on a continuation line
+        "lower": "metadata-version: 2.1\nname: lower\nversion: 2.0\n",  # headers are case-insensitive
+        "late": "Metadata-Version: 2.1\nName: late\n\nVersion: 3.0\n",  # after the blank line: the body
+    }
+    dists: list[metadata.Distribution] = list(metadata.distributions())
+    for name, text in odd.items():
+        info = tmp_path / f"{name}-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(text)
+        dists.append(metadata.PathDistribution(info))
+    assert len(dists) > len(odd) + 10
+    for dist in dists:
+        meta = dist.metadata
+        assert name_and_version(dist) == (meta["Name"] or "?", meta["Version"] or "?"), dist

@@ -9,18 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.venvs import REPO, build_wheel, fresh_venv, pip_install
+from tests.sharing import RunCache
+from tests.venvs import REPO, fresh_venv, pip_install
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = REPO / "docs" / "examples" / "accelhal-example-plugin"
 
 
-def test_example_plugin_passes_the_suite_from_its_wheel(tmp_path: Path) -> None:
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
+def test_example_plugin_passes_the_suite_from_its_wheel(
+    tmp_path: Path, run_cache: RunCache, accelhal_wheel: Path
+) -> None:
     python = fresh_venv(tmp_path / "venv")
-    pip_install(python, build_wheel(REPO, wheels), build_wheel(EXAMPLE, wheels))
+    pip_install(python, accelhal_wheel, run_cache.wheel(EXAMPLE))
     project = tmp_path / "project"
     shutil.copytree(EXAMPLE / "tests", project / "tests")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "PYTHONPATH", "PYTEST_"))}

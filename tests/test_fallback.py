@@ -8,7 +8,7 @@ import accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
 
-BUILT_IN_ACCELERATORS = {"xpu", "npu", "sdaa", "mps", "hpu", "mlu", "supa", "musa", "cuda"}
+BUILT_IN_ACCELERATORS = {"xpu", "npu", "sdaa", "mps", "hpu", "mlu", "supa", "musa", "cuda", "xla"}
 
 
 @pytest.mark.parametrize("value", ["accelhal", "ACCELHAL", " Accelhal ", "accelhal,cuda", "accelhal-backends"])
@@ -57,7 +57,7 @@ def test_nothing_available_names_the_lists_that_removed_candidates(
     message = str(info.value)
     assert "not even the cpu fallback" in message and "cpu: no-device (acme: no host)" in message
     assert (
-        "ACCELHAL_BLOCK_PLUGINS held back builtin_ops, cuda, generic, hpu, mlu, mps, musa, npu, sdaa, supa, xpu"
+        "ACCELHAL_BLOCK_PLUGINS held back builtin_ops, cuda, generic, hpu, mlu, mps, musa, npu, sdaa, supa, xla, xpu"
         in message
     )
     assert "ACCELHAL_PLUGINS held back acmeother" in message

@@ -9,11 +9,12 @@ import sys
 
 PROBE = """
 import json, os, sys
+HEAVY = {'torch', 'pydantic', 'rich', 'pluggy', 'numpy', 'ray'}
 before = dict(os.environ)
 import accelhal
 after = dict(os.environ)
 print(json.dumps({
-    "modules": sorted(m for m in sys.modules if m.split('.')[0] in {'torch', 'pydantic', 'rich', 'pluggy', 'numpy'}),
+    "modules": sorted(m for m in sys.modules if m.split('.')[0] in HEAVY),
     "env_changed": sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)),
     "version": accelhal.__version__,
 }))

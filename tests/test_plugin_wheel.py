@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.venvs import REPO, build_wheel, fresh_venv, pip_install, run
+from tests.sharing import RunCache
+from tests.venvs import REPO, fresh_venv, pip_install, run
 
 pytestmark = pytest.mark.slow
 
@@ -28,14 +29,9 @@ print(json.dumps({
 
 
 @pytest.fixture(scope="module")
-def venv_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("plugin-wheel")
-    wheels = root / "wheels"
-    wheels.mkdir()
-    accelhal_wheel = build_wheel(REPO, wheels)
-    plugin_wheel = build_wheel(REPO / "tests" / "data" / "acme-accel", wheels)
-    python = fresh_venv(root / "venv")
-    pip_install(python, accelhal_wheel, plugin_wheel)
+def venv_python(tmp_path_factory: pytest.TempPathFactory, run_cache: RunCache, accelhal_wheel: Path) -> Path:
+    python = fresh_venv(tmp_path_factory.mktemp("plugin-wheel") / "venv")
+    pip_install(python, accelhal_wheel, run_cache.wheel(REPO / "tests" / "data" / "acme-accel"))
     return python
 
 

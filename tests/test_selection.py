@@ -64,6 +64,39 @@ def test_priority_picks_the_highest_available(install_distribution: InstallDistr
     assert report.candidate("acmemid").source == "acme-accel 1.0"  # type: ignore[union-attr]
 
 
+def test_backends_below_the_chosen_one_are_probed_when_a_report_is_asked_for(
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counting = "PROBES.append(1)\n    return Verdict.available('here')"
+    install_distribution(
+        "acme-accel",
+        {
+            "acme_high": backend_plugin("acmehigh", priority=950),
+            "acme_low": backend_plugin("acmelow", priority=200, probe_body=counting, module_prelude="PROBES = []"),
+        },
+        {"acmehigh": "acme_high", "acmelow": "acme_low"},
+    )
+    import importlib
+
+    assert accelhal.get_accelerator().name == "acmehigh"
+    low_module = importlib.import_module("acme_low")
+    assert low_module.PROBES == []  # the first get_accelerator() does not wait for it
+    report = accelhal.detect()
+    assert low_module.PROBES == [1]
+    low = report.candidate("acmelow")
+    assert low is not None and low.status is Status.AVAILABLE and low.reason == "here; lower priority than 'acmehigh'"
+    assert "acmelow: available (here; lower priority than 'acmehigh')" in report.explanation
+    assert report.candidate("cpu").status is Status.AVAILABLE  # type: ignore[union-attr]
+    accelhal.detect()
+    assert low_module.PROBES == [1]  # once
+
+    accelhal.reset_accelerator()
+    monkeypatch.setenv("ACCELHAL_STRICT", "1")  # strict mode probes every backend: any failure raises at once
+    low_module.PROBES.clear()
+    assert accelhal.get_accelerator().name == "acmehigh"
+    assert low_module.PROBES == [1]
+
+
 def test_environment_override_beats_priority(
     install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
 ) -> None:

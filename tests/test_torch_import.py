@@ -119,6 +119,33 @@ def test_every_command_says_it_and_json_is_a_document(
         text = " ".join(result.output.split())
         assert "brokenvendor" in text and "libbroken.so: cannot open shared object file" in text
         assert "TORCH_DEVICE_BACKEND_AUTOLOAD=0" in text and "pip uninstall broken-vendor" in text
+        if not as_json:  # the cause once, not once per backend
+            assert text.count("libbroken.so: cannot open shared object file") == 1, text
+
+
+SAID_ONCE = """
+import accelhal
+try:
+    accelhal.get_accelerator()
+except accelhal.BackendUnavailableError as exc:
+    print(exc)
+report = accelhal.detect()
+print(report.error)
+print(report.explanation)
+"""
+
+
+def test_the_cause_is_said_once_not_once_per_backend(broken: Callable[..., Result]) -> None:
+    result = broken(code=SAID_ONCE)
+    assert result.returncode == 0, result.output
+    raised, error, explanation = result.stdout.strip().splitlines()
+    assert error.endswith(raised)
+    for text in (raised, explanation):
+        assert text.count("libbroken.so: cannot open shared object file") == 1, text
+        assert ".." not in text
+    names = "xpu, brokendev, npu, sdaa, mps, hpu, mlu, supa, musa, cuda and xla"
+    assert "not even the cpu fallback: cpu: broken (torch itself cannot load: 'import torch' runs" in raised
+    assert f"No such file or directory.). {names} are broken for the same reason. Hint: Make broken-vendor" in raised
 
 
 def test_human_list_says_it_once_above_the_table(broken: Callable[..., Result]) -> None:

@@ -9,8 +9,10 @@ A vendor venv (:func:`vendor_venv`) is the real thing instead: its own torch and
 vendor's wheel from the package index, installed by pip with their dependencies, as a
 user of that vendor has them. It is built once per set of requirements and kept under
 ``~/.cache/accelhal-tests`` (``ACCELHAL_TEST_VENVS`` moves it); pip's own cache keeps
-the downloads. accelhal itself is reinstalled into it from a wheel of the checkout on
-every use.
+the downloads. It is never changed once built: accelhal itself is installed, from the
+run's wheel of the checkout, into a thin venv over it that belongs to the test run
+(:func:`fresh_venv` with ``over=``), so that test runs of different checkouts at the
+same time never see each other's accelhal.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sysconfig
 from pathlib import Path
 
 from tests.locks import locked
+from tests.sharing import RunCache
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -49,14 +52,24 @@ def build_wheel(source: Path, out: Path) -> Path:
     return wheel
 
 
-def fresh_venv(path: Path) -> Path:
-    """Create a venv at ``path`` that sees this interpreter's site-packages; returns its python."""
+def _purelib(python: Path) -> str:
+    return run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+
+
+def fresh_venv(path: Path, over: Path | None = None) -> Path:
+    """Create a venv at ``path`` that sees this interpreter's site-packages (or those of the venv of ``over``).
+
+    Returns its python. What is installed into it comes first; the packages it sees
+    through the other venv are only read.
+    """
     run([sys.executable, "-m", "venv", "--without-pip", str(path)])
     python = path / "bin" / "python"
-    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
-    # this interpreter's site-packages, and those it reaches through .pth files (a venv layered on another)
-    bases = [sysconfig.get_paths()["purelib"], *(p for p in sys.path if p.endswith("site-packages"))]
-    Path(purelib, "_base_site.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(bases)))
+    if over is None:
+        # this interpreter's site-packages, and those it reaches through .pth files (a venv layered on another)
+        bases = [sysconfig.get_paths()["purelib"], *(p for p in sys.path if p.endswith("site-packages"))]
+    else:
+        bases = [_purelib(over)]
+    Path(_purelib(python), "_base_site.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys(bases)))
     return python
 
 
@@ -75,17 +88,39 @@ def _accelhal_dependencies() -> list[str]:
     return [r for r in importlib.metadata.requires("accelhal") or [] if "extra ==" not in r]
 
 
-def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
-    """A real venv: each of ``steps`` is one ``pip install`` of requirements; returns its python.
-
-    ``name`` labels the cache directory. accelhal's own dependencies are installed with
-    the first step (so ``torch==...`` there decides which torch they see), and accelhal
-    itself from a fresh wheel of the checkout (built into ``wheels``) on every call.
-    """
-    key_inputs = {"python": sys.version, "steps": steps, "accelhal": _accelhal_dependencies()}
+def _cached(name: str, key_inputs: object) -> Path:
+    """The cache directory for ``name`` built from ``key_inputs`` (their hash is part of its name)."""
     key = hashlib.sha256(json.dumps(key_inputs, sort_keys=True).encode()).hexdigest()[:16]
     root = Path(os.environ.get(CACHE_VARIABLE) or Path.home() / ".cache" / "accelhal-tests")
-    path = root / f"venv-{name}-{key}"
+    return root / f"{name}-{key}"
+
+
+def prefix_install(name: str, *requirements: str) -> Path:
+    """``pip install --prefix`` of ``requirements`` (no dependencies) into a cached directory; returns it.
+
+    For packages whose files would clash with the test environment's own (MPICH's ``bin/mpiexec``
+    beside Open MPI's); built once and kept beside the vendor venvs.
+    """
+    key_inputs = {"python": sys.version, "requirements": requirements}
+    path = _cached(f"prefix-{name}", key_inputs)
+    with locked(path):
+        if not (path / _COMPLETE).is_file():
+            shutil.rmtree(path, ignore_errors=True)
+            run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(path), *requirements])
+            (path / _COMPLETE).write_text(json.dumps(key_inputs, indent=2))
+    return path
+
+
+def vendor_venv(name: str, *steps: list[str], wheel: Path, run_cache: RunCache) -> Path:
+    """A real venv: each of ``steps`` is one ``pip install`` of requirements; returns the python that has accelhal.
+
+    ``name`` labels the cache directory. accelhal's own dependencies are installed with
+    the first step (so ``torch==...`` there decides which torch they see). accelhal itself
+    (``wheel``) goes into a thin venv over the cached one, made once per test run in
+    ``run_cache``; the returned python is that venv's.
+    """
+    key_inputs = {"python": sys.version, "steps": steps, "accelhal": _accelhal_dependencies(), "layout": 2}
+    path = _cached(f"venv-{name}", key_inputs)
     python = path / "bin" / "python"
     with locked(path):
         if not (path / _COMPLETE).is_file():
@@ -95,19 +130,8 @@ def vendor_venv(name: str, *steps: list[str], wheels: Path) -> Path:
                 extra = _accelhal_dependencies() if number == 0 else []
                 run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *requirements, *extra])
             (path / _COMPLETE).write_text(json.dumps(key_inputs, indent=2))
-        wheel = build_wheel(REPO, wheels)
-        run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "--python",
-                str(python),
-                "install",
-                "-q",
-                "--no-deps",
-                "--force-reinstall",
-                str(wheel),
-            ]
-        )
-    return python
+
+    def with_accelhal(directory: Path) -> None:
+        pip_install(fresh_venv(directory / "venv", over=python), wheel)
+
+    return run_cache.directory(path.name, with_accelhal) / "venv" / "bin" / "python"

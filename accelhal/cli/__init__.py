@@ -7,7 +7,8 @@ Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Sch
 - ``explain [NAME]``: why the active backend won, or why ``NAME`` did not;
 - ``doctor``: finds problems and says how to fix each (exit status 1 if any);
 - ``check [NAME]``: runs the conformance suite against a backend;
-- ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs.
+- ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs;
+- ``ray-resources``: this node's devices as Ray resources, for ``ray start`` (the ``ray`` extra).
 
 User mistakes (a bad variable, an unknown or unavailable backend) print one
 ``accelhal: error:`` message and exit with status 2, never a traceback. With ``--json``
@@ -30,13 +31,13 @@ import sys
 from collections.abc import Sequence
 
 from accelhal._version import __version__
-from accelhal.cli import check, doctor, explain, info, listing, schema
+from accelhal.cli import check, doctor, explain, info, listing, ray_resources, schema
 from accelhal.cli.warnings_filter import hide_torch_numpy_warning
 
 USAGE_ERROR = 2
 """Exit status of a user mistake (as argparse uses for a bad command line)."""
 
-_SUBCOMMANDS = (info, listing, explain, doctor, check, schema)
+_SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
 adds its arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``."""
 

@@ -61,9 +61,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", metavar="NAME", help="a backend name, e.g. cuda")
 
 
-def _candidate_details(candidate: CandidateReport) -> list[str]:
+def _candidate_details(candidate: CandidateReport, report: DetectionReport) -> list[str]:
     return [
-        f"verdict: {candidate.status.value} ({reason_text(candidate.status, candidate.reason)})",
+        f"verdict: {candidate.status.value} ({reason_text(candidate.status, short_reason(candidate, report))})",
         f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
     ]
 
@@ -90,7 +90,7 @@ def _explain_active(report: DetectionReport, known: list[str]) -> ExplainOutput:
         outcome=Outcome.ACTIVE,
         summary=f"{report.chosen!r} is active, chosen by rule {report.rule!r}: {decision_sentence(report)}",
         details=[
-            *(_candidate_details(candidate) if candidate else []),
+            *(_candidate_details(candidate, report) if candidate else []),
             *(f"{name}: {status} ({reason})" for name, status, reason in rows),
             *([f"not probed: {', '.join(not_probed)}"] if not_probed else []),
         ],
@@ -176,7 +176,7 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
         active=report.chosen,
         outcome=outcome,
         summary=summary,
-        details=[*_candidate_details(candidate), *failures],
+        details=[*_candidate_details(candidate, report), *failures],
         hint=candidate.hint,
         known=known,
     )

@@ -21,7 +21,7 @@ NAME = "info"
 HELP = "the active backend, how it was chosen, its devices and features"
 DESCRIPTION = (
     "Select the backend as a program would, then describe it: devices with memory and capability, "
-    "dtypes, communication backend, stream/event/graph support and versions."
+    "dtypes, communication backend, stream/event/graph support, the torch.compile backend and versions."
 )
 
 
@@ -99,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
     features = f"streams {render.yes_no(acc.streams)}, events {render.yes_no(acc.events)}, "
     render.field(out, "features", features + f"graphs {render.yes_no(acc.graphs)}")
     render.field(out, "capabilities", ", ".join(acc.capabilities) or "none")
+    render.field(out, "compile backend", f"{acc.compile_backend} ({acc.compile_backend_reason})")
     if acc.visible_devices_envs:
         render.field(out, "visible-devices variables", ", ".join(acc.visible_devices_envs))
     versions = [f"accelhal {acc.accelhal_version}", f"torch {acc.torch_version}", f"python {acc.python_version}"]

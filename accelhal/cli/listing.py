@@ -84,8 +84,8 @@ def _backends(out: Console, output: ListOutput, torch_reason: str | None) -> Non
         out.print(f"* active: {output.chosen} (chosen by {output.rule})")
     else:
         error = output.error or output.rule
-        if torch_reason is not None and torch_reason in error:
-            error = error[: error.index(torch_reason)] + "torch cannot load (see above)."
+        if torch_reason is not None and torch_reason in error:  # the reason and its fixes are printed above
+            error = error.partition(" Hint: ")[0].replace(torch_reason, "torch cannot load, see above")
         render.field(out, "selection failed", error)
     if hints:
         out.print(Text("hints:", style="bold"))

@@ -157,12 +157,26 @@ class CheckOutput(_Output):
     failures: list[FailedTest]
 
 
+class RayResourcesOutput(_Output):
+    """``accelhal ray-resources --json``: this node's devices as Ray resources (see ``docs/ray.md``)."""
+
+    backend: str = Field(description="the active backend")
+    resources: dict[str, int] = Field(
+        description="Ray resource name -> device count: Ray's own name (GPU, NPU, ...) or the backend's; empty on cpu"
+    )
+    resources_json: str = Field(
+        description="the JSON object 'ray start --resources=' takes: every resource but those Ray takes by option (GPU)"
+    )
+    arguments: list[str] = Field(description="the 'ray start' options: --num-gpus=N for GPU, --resources=JSON")
+
+
 OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "info": InfoOutput,
     "list": ListOutput,
     "explain": ExplainOutput,
     "doctor": DoctorOutput,
     "check": CheckOutput,
+    "ray-resources": RayResourcesOutput,
     "error": ErrorOutput,
 }
 """Subcommand name -> the model its ``--json`` output conforms to (``error``: any command's, when it fails early)."""

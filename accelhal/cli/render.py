@@ -180,3 +180,9 @@ def error(message: str) -> None:
     """Print ``accelhal: error: message`` to stderr (no markup, no traceback)."""
     err = console(stderr=True)
     err.print(Text.assemble(("accelhal: error: ", "bold red"), message))
+
+
+def note(message: str) -> None:
+    """Print ``accelhal: note: message`` to stderr, beside output meant for another program."""
+    err = console(stderr=True)
+    err.print(Text.assemble(("accelhal: note: ", "bold yellow"), message))

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from accelhal.distributed.checks import CheckResult, selfcheck
     from accelhal.distributed.child_env import export_envs, set_visible_devices_envs
+    from accelhal.distributed.guard import lost_rank_guard
+    from accelhal.distributed.liveness import check_lost_ranks
     from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
     from accelhal.launcher import LAUNCHERS, LaunchEnv, Launcher, read_launch_env
 
@@ -32,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "export_envs": "accelhal.distributed.child_env",
     "selfcheck": "accelhal.distributed.checks",
     "CheckResult": "accelhal.distributed.checks",
+    "check_lost_ranks": "accelhal.distributed.liveness",
+    "lost_rank_guard": "accelhal.distributed.guard",
 }
 
 __all__ = [
@@ -46,6 +50,8 @@ __all__ = [
     "export_envs",
     "selfcheck",
     "CheckResult",
+    "check_lost_ranks",
+    "lost_rank_guard",
 ]
 
 

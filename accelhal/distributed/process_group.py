@@ -4,7 +4,8 @@
 :func:`torch.distributed.init_process_group` it:
 
 1. reads and validates the launcher's variables (:func:`~accelhal.distributed.read_launch_env`:
-   torchrun, Open MPI, MPICH/PMI or Slurm) and checks explicit ``world_size``/``rank`` against them;
+   torchrun, Open MPI, MPICH/PMI or Slurm, with ``MASTER_ADDR``/``MASTER_PORT`` defaults for MPI
+   and Slurm) and checks explicit ``world_size``/``rank`` against them;
 2. picks the communication backend of :func:`accelhal.get_accelerator`
    (``communication_backend_name()``: ``nccl``, ``hccl``, ``xccl``, ``gloo`` ...) unless
    ``backend`` is given, and checks that this torch can use it;
@@ -14,7 +15,10 @@
    as ``device_id`` so device backends such as NCCL connect eagerly (not for ``gloo``/``mpi``
    or on cpu);
 5. is idempotent: a second call with the same settings returns the same
-   :class:`ProcessGroupSetup`; a conflicting one raises.
+   :class:`ProcessGroupSetup`; a conflicting one raises;
+6. bounds every wait by ``ACCELHAL_DIST_TIMEOUT`` unless ``timeout`` is given, and starts this
+   rank's heartbeat in the rendezvous store (:mod:`~accelhal.distributed.liveness`), so that the
+   ranks left when one is lost can name it.
 
 Every refusal is a :class:`~accelhal.errors.DistributedSetupError` naming the variable or
 argument at fault and what would be right.
@@ -31,18 +35,24 @@ Example (under ``torchrun --nproc_per_node=2 train.py``)::
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import torch
 import torch.distributed as dist
 
 from accelhal.contract import Accelerator
+from accelhal.distributed import liveness
 from accelhal.errors import DistributedSetupError
 from accelhal.launcher import TORCH_VARIABLES, LaunchEnv, read_launch_env
+from accelhal.settings import dist_timeout
+
+logger = logging.getLogger("accelhal.distributed")
 
 HOST_BACKENDS = frozenset({"gloo", "mpi"})
 """Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""
@@ -85,7 +95,8 @@ def init_process_group(
         backend: the ``torch.distributed`` backend; ``None`` takes the active accelerator's
             ``communication_backend_name()``.
         init_method: as in torch; ``None`` means ``env://`` (``MASTER_ADDR``/``MASTER_PORT``).
-        timeout: as in torch.
+        timeout: as in torch; ``None`` takes ``ACCELHAL_DIST_TIMEOUT`` (600 seconds when unset), which
+            bounds the rendezvous and every collective of the group.
         world_size: must equal the launcher's world size when one was launched;
             ``None`` (or torch's ``-1``) takes it from the launcher.
         rank: likewise for the rank.
@@ -110,6 +121,8 @@ def init_process_group(
     accelerator = get_accelerator()
     launch = read_launch_env()
     world, own_rank = _reconcile(launch, world_size, rank)
+    if timeout is None:
+        timeout = timedelta(seconds=dist_timeout())
     name = (backend or accelerator.communication_backend_name()).strip().lower()
     with _lock:
         if dist.is_initialized():
@@ -128,6 +141,10 @@ def init_process_group(
         dist.init_process_group(
             backend=name, init_method=init_method, timeout=timeout, world_size=world, rank=own_rank, **kwargs
         )
+        _warn_of_a_shared_store_across_restarts()
+        store = None if "store" in kwargs else _store_address(launch, init_method)
+        if world > 1 and store is not None:
+            liveness.start(store, own_rank, world)
         _setup = ProcessGroupSetup(name, own_rank, world, launch.local_rank, device, accelerator.name, launch)
         return _setup
 
@@ -140,6 +157,7 @@ def destroy_process_group() -> None:
     global _setup
     with _lock:
         _setup = None
+        liveness.stop(left=True)
         if dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
 
@@ -185,13 +203,49 @@ def _check_rendezvous(launch: LaunchEnv, init_method: str | None) -> None:
         if value is None
     ]
     if missing:
+        forward = _FORWARD.get(launch.source, "")
         raise DistributedSetupError(
             f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set but the rendezvous is env:// "
             f"(init_method={init_method!r}): set MASTER_ADDR to the host of rank 0 (127.0.0.1 on one node) and "
-            f"MASTER_PORT to a free TCP port, launch with torchrun (which sets both), or pass "
+            f"MASTER_PORT to a free TCP port{forward}, launch with torchrun (which sets both), or pass "
             f"init_method='tcp://HOST:PORT'",
             variable=missing[0],
         )
+
+
+_FORWARD = {
+    "openmpi": " for every rank (mpirun -x MASTER_ADDR=<host of rank 0> -x MASTER_PORT=29500)",
+    "pmi": " for every rank (mpiexec -genv MASTER_ADDR <host of rank 0> -genv MASTER_PORT 29500)",
+}
+"""How an MPI launcher passes a variable to every rank, for the message about a missing rendezvous."""
+
+
+def _warn_of_a_shared_store_across_restarts() -> None:
+    """torchrun that may restart its workers and shares its rendezvous store with them: warn of torch's stale keys."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return
+    restarts = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0").strip()
+    if restarts.isdecimal() and int(restarts) > 0:
+        logger.warning(
+            "accelhal: torchrun may restart this job (--max-restarts=%s) and shares its rendezvous store with the "
+            "workers; torch keeps that store for every restart, so a restarted group can read the previous "
+            "group's addresses and fail to connect (gloo: 'Connection refused'; pytorch issue 135712). Start "
+            "torchrun with TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 in its environment",
+            restarts,
+        )
+
+
+def _store_address(launch: LaunchEnv, init_method: str | None) -> liveness.StoreAddress | None:
+    """Where the rendezvous store of ``env://`` or ``tcp://HOST:PORT`` listens; ``None`` for other methods."""
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it, not rank 0
+    if init_method is None or init_method.startswith("env://"):
+        if launch.master_addr is None or launch.master_port is None:
+            return None
+        return liveness.StoreAddress(launch.master_addr, launch.master_port, hosted_by_rank0=not agent)
+    url = urlsplit(init_method)
+    if url.scheme != "tcp" or url.hostname is None or url.port is None:
+        return None
+    return liveness.StoreAddress(url.hostname, url.port, hosted_by_rank0=True)
 
 
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
@@ -213,10 +267,10 @@ def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> N
 
 
 def _export_torch_variables(launch: LaunchEnv) -> None:
-    """Give code that reads torch's variables (``LOCAL_RANK`` ...) the values an MPI/Slurm launcher set."""
+    """Give code that reads torch's variables (``LOCAL_RANK``, ``MASTER_ADDR`` ...) an MPI/Slurm launch's values."""
     if launch.source in ("none", "torchrun"):
         return
-    for field in ("rank", "world_size", "local_rank", "local_world_size"):
+    for field in ("rank", "world_size", "local_rank", "local_world_size", "master_addr", "master_port"):
         value = getattr(launch, field)
         if value is not None:
             os.environ.setdefault(TORCH_VARIABLES[field], str(value))

@@ -92,8 +92,6 @@ def _resolved() -> _Resolved:
 
 def _ask_new_plugins(state: _Resolved) -> None:
     manager = state.registry.manager
-    if manager is None:
-        return
     for impl in manager.hook.accelhal_register_op_builders.get_hookimpls():
         if id(impl.plugin) in state.asked:
             continue

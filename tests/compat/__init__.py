@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ requires_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None,
     reason="needs the deepspeed extra: pip install 'accelhal[deepspeed]'",
 )
+
+uses_cpu_adam = pytest.mark.xdist_group("deepspeed-cpu-adam")
+"""The modules whose processes load DeepSpeed's ``cpu_adam`` from ``deepspeed_ops_cache``: one worker runs them
+in turn, so that the first builds it and the others load it rather than wait in a child for another worker's build."""
 
 
 def child_environment(**overrides: str) -> dict[str, str]:
@@ -28,3 +33,11 @@ def child_environment(**overrides: str) -> dict[str, str]:
     env.update(PYTHONPATH=path, OMP_NUM_THREADS="1")
     env.update(overrides)
     return env
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (for a launcher that cannot pick its own)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

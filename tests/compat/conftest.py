@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.sharing import RunCache
+
 
 @pytest.fixture(scope="session")
 def ds() -> Iterator[Any]:
@@ -57,13 +59,14 @@ def no_deepspeed_hook_variables(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="session")
-def deepspeed_ops_cache(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def deepspeed_ops_cache(request: pytest.FixtureRequest, run_cache: RunCache) -> Path:
     """accelhal's op cache for DeepSpeed's ops, kept between test runs in pytest's cache directory.
 
     DeepSpeed's ``cpu_adam`` compiles once (minutes on two busy cores); later runs load it.
+    With ``-p no:cacheprovider`` it is the run's, shared by its workers.
     """
     cache = getattr(request.config, "cache", None)
     if cache is None:  # -p no:cacheprovider
-        return tmp_path_factory.mktemp("deepspeed-ops")
+        return run_cache.directory("deepspeed-ops", lambda directory: None)
     directory: Path = cache.mkdir("accelhal-deepspeed-ops")
     return directory

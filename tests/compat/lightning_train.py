@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 from typing import Any
 
 import torch
@@ -82,6 +83,8 @@ def train(
     elif accelerator == "accelhal-instance":
         chosen = accelhal_lightning.accelerator_class(package)()
     strategy_arg: Any = accelhal_lightning.ddp_strategy(package) if strategy == "accelhal-ddp" else strategy
+    lines = _LoggedLines()
+    logging.getLogger(package).addHandler(lines)  # Lightning's own log (its loggers do not propagate)
     trainer = pl.Trainer(
         accelerator=chosen,
         devices=devices,
@@ -95,7 +98,10 @@ def train(
         deterministic=True,
         num_sanity_val_steps=0,
     )
-    trainer.fit(model)
+    try:
+        trainer.fit(model)
+    finally:
+        logging.getLogger(package).removeHandler(lines)
     return {
         "package": package,
         "accelerator": accelerator,
@@ -107,8 +113,20 @@ def train(
         "root_device": str(trainer.strategy.root_device),
         "process_group_backend": getattr(trainer.strategy, "process_group_backend", None),
         "losses": model.losses,
+        "log": lines.messages,
         **model.seen,
     }
+
+
+class _LoggedLines(logging.Handler):
+    """Keeps the messages of Lightning's log during one run."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
 def read_results(output: str) -> list[dict[str, Any]]:

@@ -17,9 +17,9 @@ import pytest
 
 from accelhal.compat.deepspeed import as_deepspeed_accelerator
 from accelhal.errors import UnsupportedFeatureError
-from tests.compat import REPO, child_environment, requires_deepspeed
+from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
 
-pytestmark = requires_deepspeed
+pytestmark = [requires_deepspeed, uses_cpu_adam]
 
 LOAD_CPU_ADAM = """
 import json, os

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat import requires_deepspeed
+from tests.compat import requires_deepspeed, uses_cpu_adam
 from tests.compat.deepspeed_compare import RUNS, assert_same_training, assert_zero3_and_offload, compare
 
-pytestmark = [requires_deepspeed, pytest.mark.slow]
+pytestmark = [requires_deepspeed, uses_cpu_adam, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("world_size", [1, 2])

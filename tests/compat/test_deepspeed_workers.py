@@ -11,7 +11,6 @@ variable nothing of accelhal is imported at start-up.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -19,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat import REPO, child_environment, requires_deepspeed
+from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
+from tests.sharing import free_port
 
-pytestmark = requires_deepspeed
+pytestmark = [requires_deepspeed, uses_cpu_adam]
 
 SCRIPT = Path(__file__).with_name("deepspeed_train.py")
 ADAPTER = "AccelhalDeepSpeedAccelerator"
@@ -48,13 +48,6 @@ def run(python: Path, *args: str, check: bool = True, **env: str) -> subprocess.
     if check:
         assert out.returncode == 0, f"{args} failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def report(out: subprocess.CompletedProcess[str]) -> dict[str, object]:

@@ -96,6 +96,16 @@ def test_same_losses_as_lightnings_cpu_accelerator(trained: Runs, ours: str) -> 
     assert _assert_trained(record) == _assert_trained(theirs)
 
 
+def test_lightnings_log_and_accelhals_line_say_which_device_the_run_used(trained: Runs) -> None:
+    """Lightning's "GPU available ..., used" counts only its own classes; the accelerator adds its own line."""
+    for spec in ("accelhal:32-true", "accelhal-instance:32-true", "pytorch_lightning/accelhal:32-true"):
+        log = _run(trained, spec)["log"]
+        assert "GPU available: False, used: False" in log  # true here: the host has no GPU
+        assert "accelhal: backend 'cpu' used: True (cpu)" in log
+        assert log.index("accelhal: backend 'cpu' used: True (cpu)") > log.index("GPU available: False, used: False")
+    assert not [line for line in _run(trained, "cpu:32-true")["log"] if line.startswith("accelhal:")]
+
+
 def test_bf16_mixed_autocasts_on_the_backends_device(trained: Runs) -> None:
     """Lightning autocasts a custom accelerator on cuda; the accelerator moves it to the backend's device type."""
     record, theirs = _run(trained, "accelhal:bf16-mixed"), _run(trained, "cpu:bf16-mixed")

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import accelhal
+from tests.sharing import RunCache
 
 HERE = Path(__file__).resolve().parent
 
@@ -24,9 +25,9 @@ OPS_VARIABLES = (
 
 
 @pytest.fixture(scope="session")
-def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The build cache shared by every test that may reuse a build (each distinct build compiles once)."""
-    return tmp_path_factory.mktemp("ops-cache")
+def session_cache(run_cache: RunCache) -> Path:
+    """The build cache shared by every test of the run that may reuse a build (each distinct build compiles once)."""
+    return run_cache.directory("ops-cache", lambda directory: None)
 
 
 @pytest.fixture(autouse=True)

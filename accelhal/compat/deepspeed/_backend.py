@@ -24,6 +24,7 @@ import torch
 
 from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import deepspeed_base, deepspeed_members
+from accelhal.compiling import CompileChoice
 from accelhal.contract import Accelerator
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal.validation import contract_members
@@ -153,6 +154,11 @@ class DeepSpeedBackedAccelerator(Accelerator):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
         raise ContractError(f"{self.deepspeed_class!r}.current_device() returned {value!r}, not a device index")
+
+    def compile_backend_choice(self) -> CompileChoice:
+        """The wrapped DeepSpeed accelerator's ``get_compile_backend()``, which accelhal does not second-guess."""
+        reason = f"DeepSpeed's {type(self.deepspeed_accelerator).__qualname__}.get_compile_backend() answers it"
+        return CompileChoice(self.get_compile_backend(), reason, "vendor")
 
     def device(self, device_index: int | None = None) -> torch.device:
         """DeepSpeed's ``device()`` when it is a ``torch.device``; otherwise the device its ``device_name`` names.

@@ -20,17 +20,15 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from accelhal.compat import _import_hook
 from accelhal.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from importlib.machinery import ModuleSpec
-
     from accelhal.contract import Accelerator
 
 TARGET = "deepspeed.accelerator.real_accelerator"
@@ -45,46 +43,22 @@ PTH_LINE = (
 )
 """The ``.pth`` file's one line: ``site`` executes it at every interpreter start-up."""
 
-_lock = threading.Lock()
 
+class _Finder(_import_hook.AfterImport):
+    """Finds nothing itself; the spec of :data:`TARGET` it passes on installs the adapter."""
 
-class _Finder:
-    """A meta path finder that finds nothing itself; the spec of :data:`TARGET` it passes on installs the adapter.
-
-    (Not derived from ``importlib.abc.MetaPathFinder``: importing that costs tens of
-    milliseconds at every start-up, and the import system only needs ``find_spec``.)
-    """
+    target = TARGET
 
     def __init__(self, accelerator: Accelerator | None, disable_ops: tuple[str, ...], error: Exception | None) -> None:
         self.accelerator = accelerator
         self.disable_ops = disable_ops
         self.error = error
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        """The regular spec of :data:`TARGET`, whose loader also installs the adapter; ``None`` otherwise."""
-        if fullname != TARGET:
-            return None
-        disarm()
-        spec = None
-        for finder in list(sys.meta_path):
-            spec = finder.find_spec(fullname, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None:
-                break
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader: Any = spec.loader
-        execute = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            execute(module)
-            if self.error is not None:
-                raise self.error
-            module.set_accelerator(_adapter(self.accelerator, self.disable_ops))
-
-        loader.exec_module = exec_module  # this loader instance serves this one module only
-        return spec
+    def after(self, module: ModuleType) -> None:
+        """Raise the recorded configuration error, or give DeepSpeed's freshly executed module the adapter."""
+        if self.error is not None:
+            raise self.error
+        module.set_accelerator(_adapter(self.accelerator, self.disable_ops))
 
 
 def _adapter(accelerator: Accelerator | None, disable_ops: tuple[str, ...]) -> Any:
@@ -108,15 +82,12 @@ def arm(accelerator: Accelerator | None = None, disable_ops: Sequence[str] = ())
 
 
 def _arm(finder: _Finder) -> None:
-    with _lock:
-        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
-        sys.meta_path.insert(0, finder)
+    _import_hook.arm(finder)
 
 
 def disarm() -> None:
     """Remove the hook (a no-op when it is not armed)."""
-    with _lock:
-        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
+    _import_hook.disarm(_Finder)
 
 
 def parse_disable_ops(raw: str | None) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import torch
 
 import accelhal
+from accelhal.compat._placement import is_host
 from accelhal.contract import Accelerator
 from accelhal.errors import AccelhalError, ConfigurationError, UnsupportedFeatureError
 
@@ -31,15 +32,12 @@ _STAT_MEMBERS = {
 """The keys ``get_device_stats`` adds to ``memory_stats()``, each from the contract member named."""
 
 _MIXED_DTYPES = {"bf16-mixed": "is_bf16_supported", "16-mixed": "is_fp16_supported"}
+_LIGHTNING_GPU_TYPES = {"cuda": "CUDAAccelerator", "mps": "MPSAccelerator"}
+"""The device types Lightning's "GPU available ..., used" line knows, with the only class it counts as using one."""
 
 
 def _contract() -> Accelerator:
     return accelhal.get_accelerator()
-
-
-def _is_host(acc: Accelerator) -> bool:
-    """True when the backend's devices carry no index (the host): any number of processes share it."""
-    return acc.device(0).index is None
 
 
 def _device_list(devices: object) -> list[int] | int:
@@ -85,7 +83,7 @@ def parse_devices(devices: object) -> list[int]:
             variable="devices",
             value=devices,
         )
-    if not _is_host(acc) and max(wanted) >= count:
+    if not is_host(acc) and max(wanted) >= count:
         raise ConfigurationError(
             f"devices={devices!r} asks for device index {max(wanted)}, but the {acc.name} backend sees "
             f"{count} device(s) (indices 0 to {count - 1})",
@@ -98,7 +96,7 @@ def parse_devices(devices: object) -> list[int]:
 def get_parallel_devices(devices: Sequence[int]) -> list[torch.device]:
     """The ``torch.device`` of each index (all ``cpu`` on the host backend: one process each)."""
     acc = _contract()
-    if _is_host(acc):  # one unindexed device that any number of processes share
+    if is_host(acc):  # one unindexed device that any number of processes share
         return [acc.device() for _ in devices]
     return [acc.device(index) for index in devices]
 
@@ -106,7 +104,7 @@ def get_parallel_devices(devices: Sequence[int]) -> list[torch.device]:
 def auto_device_count() -> int:
     """The backend's device count; 1 on the host, as Lightning's cpu accelerator does."""
     acc = _contract()
-    return 1 if _is_host(acc) else max(acc.device_count(), 1)
+    return 1 if is_host(acc) else max(acc.device_count(), 1)
 
 
 def is_available() -> bool:
@@ -195,6 +193,7 @@ class AccelhalLightningAccelerator:
         self._place_run(trainer, acc)
         self._match_precision(trainer, acc)
         self._check_process_group(trainer, acc)
+        self._log_device(trainer, acc)
 
     def teardown(self) -> None:
         """Release the backend's cached memory (``empty_cache``)."""
@@ -264,6 +263,23 @@ class AccelhalLightningAccelerator:
             plugin.device = acc.device_type
             if plugin.scaler is not None:
                 plugin.scaler = torch.amp.GradScaler(device=acc.device_type)
+
+    def _log_device(self, trainer: Any, acc: Accelerator) -> None:
+        """Say, in Lightning's log, which backend and device the run uses.
+
+        Lightning's own line (``GPU available: True (cuda), used: False``, with the warning "GPU
+        available but not used") asks only whether the accelerator *is* its ``CUDAAccelerator``
+        or ``MPSAccelerator`` (``isinstance``, in ``_log_device_info``); there is no registry or
+        member a custom accelerator can answer it with, so on cuda and mps this line says what
+        Lightning's does not.
+        """
+        used = f"accelhal: backend {acc.name!r} used: True ({trainer.strategy.root_device})"
+        if acc.device_type in _LIGHTNING_GPU_TYPES:
+            used += (
+                f"; Lightning's 'GPU available: ..., used: False' above counts only its own "
+                f"{_LIGHTNING_GPU_TYPES[acc.device_type]}, this run is on the GPU"
+            )
+        self._lightning("utilities").rank_zero_info(used)
 
     def _check_process_group(self, trainer: Any, acc: Accelerator) -> None:
         used = getattr(trainer.strategy, "process_group_backend", None)

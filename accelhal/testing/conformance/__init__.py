@@ -20,6 +20,7 @@ groups follow the contract and can be subclassed one by one (``class TestRng(Rng
 :class:`GraphTests`         capture + replay give the eager result, or the documented no-op
 :class:`PinningTests`       pinned host buffers
 :class:`EnvironmentTests`   visible-devices and export variables, the comm backend
+:class:`CompileTests`       ``get_compile_backend`` names a backend, ``compile_backend_choice`` says why
 :class:`OpBuilderTests`     unknown op builders give ``NotImplementedBuilder``
 :class:`ProcessTests`       the probe creates no device context; detection then fork works
 ==========================  ==========================================================
@@ -31,6 +32,7 @@ needs a tensor on a device that cannot hold one here (a simulated runtime).
 from __future__ import annotations
 
 from accelhal.testing.conformance.base import SuiteBase
+from accelhal.testing.conformance.compile import CompileTests
 from accelhal.testing.conformance.devices import DeviceTests
 from accelhal.testing.conformance.dtypes import DtypeTests
 from accelhal.testing.conformance.environment import EnvironmentTests
@@ -44,6 +46,7 @@ from accelhal.testing.conformance.rng import RngTests
 from accelhal.testing.conformance.streams import StreamTests
 
 __all__ = [
+    "CompileTests",
     "ConformanceSuite",
     "DeviceTests",
     "DtypeTests",
@@ -70,6 +73,7 @@ class ConformanceSuite(
     GraphTests,
     PinningTests,
     EnvironmentTests,
+    CompileTests,
     OpBuilderTests,
     ProcessTests,
 ):

@@ -64,14 +64,14 @@ class Replacement:
 
 
 def _source_file(function: Any, module: str) -> str | None:
-    """The file of the function's code, else of its module (a builtin has no code)."""
+    """The file of the function's code, else of its module (a builtin has no code), as imported (not resolved)."""
     import inspect
 
     code = getattr(inspect.unwrap(function), "__code__", None)
     path = getattr(code, "co_filename", None)
     if path is None:
         path = getattr(sys.modules.get(module), "__file__", None)
-    return os.path.realpath(path) if isinstance(path, str) and os.path.exists(path) else None
+    return path if isinstance(path, str) and os.path.exists(path) else None
 
 
 def _is_torchs_own(module: str, file: str | None, torch_dir: str) -> bool:
@@ -102,9 +102,12 @@ def replacements(torch: ModuleType, members: Sequence[str] = CHECKED_MEMBERS) ->
     """The functions of ``torch.cuda`` (among ``members``) that another package put there.
 
     A function is torch's own when its module's file lies inside torch's package directory
-    (by module name where there is no file). Reads attributes only: calls nothing.
+    (by module name where there is no file), links resolved. Reads attributes only: calls
+    nothing. A file inside torch's directory as imported needs no resolving (``realpath``
+    walks every component of a path: most of the cost, on the path of the first selection).
     """
-    torch_dir = os.path.dirname(os.path.realpath(str(torch.__file__)))
+    imported_dir = os.path.dirname(str(torch.__file__))
+    resolved_dir: list[str] = []
     cuda = getattr(torch, "cuda", None)
     found: list[Replacement] = []
     for member in members:
@@ -113,7 +116,12 @@ def replacements(torch: ModuleType, members: Sequence[str] = CHECKED_MEMBERS) ->
             continue
         module = str(getattr(function, "__module__", None) or type(function).__module__)
         file = _source_file(function, module)
-        if _is_torchs_own(module, file, torch_dir):
+        if file is not None and _is_torchs_own(module, file, imported_dir):
+            continue
+        if not resolved_dir:
+            resolved_dir.append(os.path.dirname(os.path.realpath(str(torch.__file__))))
+        file = os.path.realpath(file) if file is not None else None
+        if _is_torchs_own(module, file, resolved_dir[0]):
             continue
         found.append(Replacement(member, module, file, _distribution(module.partition(".")[0], file)))
     return found

@@ -28,7 +28,7 @@ from accelhal.hookspecs import hookimpl
 from accelhal.spec import BackendSpec, Verdict
 
 PRIORITY = 150
-"""Below every named built-in backend (the lowest is cuda, 300) and above cpu (100)."""
+"""Below every named built-in backend (the lowest is xla, 200) and above cpu (100)."""
 
 OLDEST_TORCH = "2.10"
 """The oldest torch whose ``torch.accelerator`` has every function in :data:`TORCH_ACCELERATOR_CALLS`."""

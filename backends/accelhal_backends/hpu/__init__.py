@@ -1,5 +1,8 @@
 """The hpu backend: Intel Gaudi through ``habana_frameworks.torch.hpu``.
 
+``torch.compile`` takes Gaudi's own backend, ``hpu_backend`` (Inductor generates no code for
+Gaudi), which the Gaudi software stack registers with ``torch._dynamo``.
+
 Probing and selecting it has no process-wide side effects: no environment variable is
 written and deterministic algorithms are not switched on (DeepSpeed's backend did both).
 """
@@ -19,6 +22,7 @@ SPEC = BackendSpec.for_device_module(
     hint="install the Intel Gaudi software stack (habana-torch-plugin) that matches this torch",
     device_check_command="hl-smi",
     description="Intel Gaudi through habana_frameworks.torch.hpu; HCCL collectives",
+    compile_backend="hpu_backend",
 )
 
 accelhal_register_backends = backends_hook(SPEC)

@@ -3,8 +3,8 @@
 Differs from the shared base: RNG functions live in ``hpu.random``; graphs are
 ``HPUGraph`` captured with ``hpu.graph(g, stream=...)`` (no memory pool); capacity is the
 allocator's ``Limit``; ``empty_cache`` is a no-op (Gaudi's allocator keeps its pool); float16
-needs Gaudi 2 or later; ``torch.compile`` defaults to ``hpu_backend``; the device orders
-work across streams and blocks on memory pressure by itself.
+needs Gaudi 2 or later; the device orders work across streams and blocks on memory pressure
+by itself.
 
 Fixed from DeepSpeed: constructing it changes nothing process-wide (no
 ``torch.use_deterministic_algorithms(True)``, no ``PT_HPU_*`` variables written — set
@@ -30,7 +30,6 @@ class HpuAccelerator(DeviceModuleAccelerator):
     spec = SPEC
 
     _rng_namespace = "random"
-    _default_compile_backend = "hpu_backend"
     _resolves_data_dependency = True
     _handles_memory_backpressure = True
 

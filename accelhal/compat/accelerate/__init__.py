@@ -1,0 +1,91 @@
+"""Hugging Face Accelerate and transformers' Trainer on any accelhal backend (``pip install 'accelhal[accelerate]'``).
+
+One call, before the first ``Accelerator()``, ``PartialState()`` or ``TrainingArguments()``::
+
+    from accelhal.compat.accelerate import install
+
+    install()                     # Accelerate (and the Trainer) now take the device from accelhal.get_accelerator()
+    accelerator = Accelerator(mixed_precision="bf16")
+
+Accelerate and transformers choose the device with fixed chains of vendor checks; after
+:func:`install` they answer from the active accelhal backend instead: the device and its
+index per process, the device count, the distributed type and communication backend of a
+run under ``accelerate launch`` or ``torchrun``, the memory budget and cache release, the
+device generators in checkpoints, and mixed precision only where the backend autocasts.
+:func:`uninstall` takes it all back; :func:`installed` is both as a context manager. See
+``docs/accelerate.md``.
+
+Importing this module imports neither Accelerate, transformers nor torch, and patches
+nothing; :func:`install` imports Accelerate (transformers' ``TrainingArguments`` is patched
+when transformers is imported, before or after the call). Nothing else in accelhal imports
+Accelerate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelhal.contract import Accelerator
+
+__all__ = ["install", "installed", "is_installed", "uninstall"]
+
+
+def install(acc: Accelerator | str | None = None) -> Accelerator:
+    """Make Accelerate and transformers' Trainer use accelhal's accelerator; returns it.
+
+    ``acc`` (an instance or a backend name) also becomes accelhal's active accelerator,
+    so the program's own :func:`accelhal.get_accelerator` calls and Accelerate agree;
+    ``None`` keeps the active one. Idempotent; every process of a launched run calls it
+    (each runs the script).
+
+    Raises :class:`~accelhal.ConfigurationError` when Accelerate's state already exists
+    (its device was chosen already), :class:`~accelhal.ContractError` for an Accelerate
+    whose state is not the one this adapter replaces, and ``ImportError`` without
+    Accelerate.
+    """
+    import accelhal
+
+    chosen = accelhal.get_accelerator() if acc is None else accelhal.set_accelerator(acc)
+    try:
+        from accelhal.compat.accelerate import _install
+    except ModuleNotFoundError as exc:
+        if exc.name != "accelerate":
+            raise
+        raise ImportError("accelhal.compat.accelerate needs accelerate: pip install 'accelhal[accelerate]'") from exc
+    _install.install()
+    return chosen
+
+
+def uninstall() -> None:
+    """Give Accelerate and transformers their own code back (a no-op when not installed).
+
+    A state made while installed keeps its device: reset it
+    (``AcceleratorState._reset_state(reset_partial_state=True)``) for Accelerate to choose again.
+    """
+    if is_installed():
+        from accelhal.compat.accelerate import _install
+
+        _install.uninstall()
+
+
+def is_installed() -> bool:
+    """Whether :func:`install` is in effect."""
+    import sys
+
+    module = sys.modules.get("accelhal.compat.accelerate._install")
+    return module is not None and bool(module.is_installed())
+
+
+@contextmanager
+def installed(acc: Accelerator | str | None = None) -> Iterator[Accelerator]:
+    """:func:`install` for the ``with`` block; :func:`uninstall` at its end unless it was installed before."""
+    before = is_installed()
+    chosen = install(acc)
+    try:
+        yield chosen
+    finally:
+        if not before:
+            uninstall()

@@ -1,0 +1,147 @@
+"""Accelerate and transformers' Trainer on accelhal: the same losses as Accelerate's own cpu path.
+
+Training runs in fresh processes (``accelerate_train.py``): Accelerate's state is a process-wide
+singleton, and a launched run needs its own ranks. Two processes start together: one runs
+every single-process comparison (Accelerate's loop in fp32, bf16 and fp16, the Trainer, and
+the adapter's other effects), the other is ``accelerate launch`` with two ranks (gloo) running
+accelhal's and then Accelerate's own cpu path (on the gloo group the first run started).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from tests.compat import child_environment, free_port
+from tests.compat.accelerate_train import finish, start
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("accelerate") is None or importlib.util.find_spec("transformers") is None,
+    reason="needs the accelerate extra and transformers: pip install 'accelhal[test]'",
+)
+
+SINGLE = (
+    *("accelhal", "accelerate-cpu", "accelhal:bf16", "accelerate-cpu:bf16", "accelhal:fp16", "accelerate-cpu:fp16"),
+    *("trainer-accelhal", "trainer-cpu", "checks"),
+)
+LAUNCHED = ("accelhal", "accelerate-cpu")
+Runs = dict[str, list[dict[str, Any]]]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    # No user configuration of accelerate launch is read; every comparison is with Accelerate's
+    # cpu path, also on a machine with a GPU.
+    env = {"HF_HOME": str(tmp_path_factory.mktemp("hf-home")), "ACCELHAL_ACCELERATOR": "cpu"}
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2"]
+    launch += ["--num_machines=1", "--mixed_precision=no", "--dynamo_backend=no", f"--main_process_port={free_port()}"]
+    return finish({"single": start(SINGLE, **env), "launched": start(LAUNCHED, launch, **env)})
+
+
+def _run(records: list[dict[str, Any]], spec: str) -> dict[str, Any]:
+    return next(record for record in records if record["run"] == spec)
+
+
+def _trained(record: dict[str, Any]) -> list[float]:
+    losses: list[float] = record["losses"]
+    assert len(losses) == 8
+    assert sum(losses[4:]) < sum(losses[:4]), f"the loss did not go down: {losses}"
+    return losses
+
+
+def _table(title: str, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """Print the losses side by side (``pytest -s`` shows them)."""
+    print(f"\n{title}\nstep  {'accelhal':>20}  {'Accelerate':>20}")
+    for step, (a, b) in enumerate(zip(ours["losses"], theirs["losses"], strict=True)):
+        print(f"{step:>4}  {a!r:>20}  {b!r:>20}")
+
+
+@pytest.mark.parametrize("precision", ["", ":bf16"])
+def test_same_losses_as_accelerates_cpu_path(trained: Runs, precision: str) -> None:
+    ours = _run(trained["single"], f"accelhal{precision}")
+    theirs = _run(trained["single"], f"accelerate-cpu{precision}")
+    _table(f"Accelerate loop{precision or ' fp32'}: accelhal (cpu backend) | Accelerator(cpu=True)", ours, theirs)
+    for record in (ours, theirs):
+        assert (record["device"], record["param_device"], record["batch_device"]) == ("cpu", "cpu", "cpu")
+        assert record["distributed_type"] == "NO" and record["world_size"] == 1
+    assert ours["autocast"] == theirs["autocast"] == ("torch.bfloat16" if precision else None)
+    assert _trained(ours) == _trained(theirs)
+
+
+def test_bf16_took_effect(trained: Runs) -> None:
+    assert _run(trained["single"], "accelhal:bf16")["losses"] != _run(trained["single"], "accelhal")["losses"]
+
+
+def test_fp16_is_refused_where_the_backend_lacks_it_where_accelerate_ignores_it(trained: Runs) -> None:
+    ours, theirs = _run(trained["single"], "accelhal:fp16"), _run(trained["single"], "accelerate-cpu:fp16")
+    assert ours["error"] == (
+        "ConfigurationError: mixed_precision='fp16' autocasts to torch.float16, which the cpu backend lacks: "
+        "is_fp16_supported() is False; choose 'no' or 'bf16'"
+    )
+    # Accelerate's own cpu path accepts fp16 and trains in fp32 without a word.
+    assert theirs["mixed_precision"] == "fp16" and theirs["autocast"] is None
+    assert theirs["losses"] == _run(trained["single"], "accelerate-cpu")["losses"]
+
+
+def test_two_processes_under_accelerate_launch_same_losses_as_accelerates_own(trained: Runs) -> None:
+    ours = [r for r in trained["launched"] if r["run"] == "accelhal"]
+    theirs = [r for r in trained["launched"] if r["run"] == "accelerate-cpu"]
+    assert [r["rank"] for r in ours] == [r["rank"] for r in theirs] == [0, 1]
+    for mine, accelerates in zip(ours, theirs, strict=True):
+        _table(f"accelerate launch, rank {mine['rank']} of 2: accelhal | Accelerator(cpu=True)", mine, accelerates)
+        assert (mine["distributed_type"], mine["backend"], mine["world_size"]) == ("MULTI_CPU", "gloo", 2)
+        assert (accelerates["distributed_type"], accelerates["backend"]) == ("MULTI_CPU", "gloo")
+        assert mine["model_class"] == accelerates["model_class"] == "DistributedDataParallel"
+        assert mine["local_rank"] == mine["rank"]
+        assert _trained(mine) == _trained(accelerates)
+    assert ours[0]["losses"] != ours[1]["losses"]  # each rank trained on its own shard
+
+
+def test_trainer_same_losses_as_trainer_on_cpu(trained: Runs) -> None:
+    ours, theirs = _run(trained["single"], "trainer-accelhal"), _run(trained["single"], "trainer-cpu")
+    _table("Trainer (2-layer Llama): accelhal (cpu backend) | TrainingArguments(use_cpu=True)", ours, theirs)
+    assert (ours["args_device"], ours["param_device"], ours["batch_device"], ours["n_gpu"]) == ("cpu", "cpu", "cpu", 0)
+    assert ours["training_args_imported_before_install"] is False  # patched by the import hook
+    assert _trained(ours) == _trained(theirs)
+
+
+def test_seeding_memory_and_checkpointed_generators(trained: Runs) -> None:
+    checks = _run(trained["single"], "checks")
+    assert checks["installed"] is True and checks["backend_name"] == "cpu" and checks["device"] == "cpu"
+    assert checks["device_seed"] == 1234  # accelerate.utils.set_seed reached the backend's generator
+    assert checks["max_memory"] == checks["own_max_memory"] == ["cpu"]
+    assert checks["device_rng_restored"] is True
+    assert checks["checkpoint_files"] == ["random_states_0.pkl"]  # the host has no device generator to add
+
+
+def test_errors_name_the_backend_and_what_is_wrong(trained: Runs) -> None:
+    checks = _run(trained["single"], "checks")
+    assert checks["unknown_backend"].startswith("UnknownBackendError: unknown accelerator 'nosuchbackend'")
+    assert checks["after_uninstall"]["install_once_state_exists"] == (
+        "ConfigurationError: Accelerate's state already exists (on cpu): call install() before the first "
+        "Accelerator(), PartialState() or TrainingArguments(), or reset it first "
+        "(accelerate.state.AcceleratorState._reset_state(reset_partial_state=True))"
+    )
+
+
+def test_uninstall_gives_accelerate_its_own_code_back(trained: Runs) -> None:
+    checks = _run(trained["single"], "checks")
+    assert checks["after_uninstall"]["installed"] is False
+    assert checks["after_uninstall"]["get_max_memory_is_accelerates"] is True
+    assert checks["context_manager"] == {"inside": True, "backend": "cpu", "after": False}
+
+
+def test_import_patches_nothing_and_imports_neither_accelerate_nor_torch() -> None:
+    code = (
+        "import sys, accelhal.compat.accelerate as a\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'accelerate', 'transformers', 'torch'}), "
+        "a.is_installed())"
+    )
+    command = [sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, env=child_environment(), timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "False"]

@@ -1,0 +1,60 @@
+"""How the suite is spread over pytest-xdist workers (``python -m pytest -n auto``).
+
+A unit of work goes to one worker whole: a test module, so that its module- and
+class-scoped fixtures run once; or, across modules, every test marked
+``pytest.mark.xdist_group(name)`` (tests that use an artefact the first of them builds, and
+that should not wait for another worker building it). Units that hold a ``slow`` test are
+handed out first, the others in collection order, one at a time to whichever worker is
+free: the long ones start early and the short ones fill the gaps at the end.
+
+``tests/conftest.py`` wires this in: ``-n`` without ``--dist`` distributes this way; an
+explicit ``--dist`` is honoured as given (every test is safe under any distribution, this
+one only avoids repeated and waiting work).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+DIST = "loadgroup"
+"""xdist's mode that tags each test with its ``xdist_group`` (``<nodeid>@<group>``), which the scheduler reads."""
+
+
+def choose_distribution(config: pytest.Config) -> None:
+    """With ``-n`` and no ``--dist``: this module's distribution, in the order the workers collect."""
+    if config.getoption("numprocesses", None) and config.getoption("dist", "no") == "no":
+        config.option.dist = DIST
+        config.option.loadscopereorder = False  # keep the order of order_for_workers()
+
+
+def _unit(item: pytest.Item) -> str:
+    marks = item.iter_markers("xdist_group")
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default")) for mark in marks})
+    return "_".join(groups) if groups else item.nodeid.split("::", 1)[0]
+
+
+def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In an xdist worker, put the units that hold a ``slow`` test first (each worker sorts alike)."""
+    if not hasattr(config, "workerinput"):
+        return
+    slow = {_unit(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _unit(item) not in slow)  # stable: collection order within each part
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """The scheduler of :func:`choose_distribution`'s mode; ``None`` (xdist's own) for any other mode."""
+    if config.getoption("dist") != DIST or config.getoption("loadscopereorder"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling whose scope is the ``xdist_group`` when there is one, else the module."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.rfind("@") > nodeid.rfind("]"):
+                return nodeid.rsplit("@", 1)[1]
+            return nodeid.split("::", 1)[0]
+
+    return ModuleScheduling(config, log)
