@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -62,7 +63,12 @@ def current_device_type() -> str | None:
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is None:  # torch older than 2.6
         return None
-    device = accelerator.current_accelerator()
+    try:
+        device = accelerator.current_accelerator()
+    except RuntimeError:  # torch 2.6's raises where no accelerator is available (later ones answer)
+        if "check_available" in inspect.signature(accelerator.current_accelerator).parameters:
+            raise
+        return None
     return None if device is None else str(device.type)
 
 
