@@ -1,7 +1,8 @@
 """Development sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s typecheck``, ``nox -s docs``, ``nox -s xla``.
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
-multi-GB CUDA build of torch is pulled in; ``xla`` is the exception (torch_xla 2.9 needs torch 2.9).
+multi-GB CUDA build of torch is pulled in; the exceptions: ``xla`` (torch_xla 2.9 needs torch 2.9) and
+``core(torch=...)``, which installs the torch it names.
 """
 
 from __future__ import annotations
@@ -27,6 +28,32 @@ def tests(session: nox.Session) -> None:
     """Run the test suite, one pytest-xdist worker per core (the GPU-marked tests skip themselves without a GPU)."""
     install_project(session, "test")
     session.run("python", "-m", "pytest", "-n", "auto", *session.posargs)
+
+
+CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1"]
+"""The torch releases the core suite runs on: the declared floor (``torch>=2.4``), the newest installable
+here, and points between (docs/support.md). CI (``.ci/run``) runs the first and the last: ``nox -t core-ends``."""
+
+CORE_SUITE = ["-m", "not adapter"]
+"""Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
+
+
+@nox.session
+@nox.parametrize(
+    "torch", [nox.param(v, tags=["core-ends"] if v in (CORE_TORCH[0], CORE_TORCH[-1]) else []) for v in CORE_TORCH]
+)
+def core(session: nox.Session, torch: str) -> None:
+    """The core suite on one torch release, in a fresh venv: ``nox -s "core(torch='2.4.1')"``.
+
+    torch 2.13.0 is the CPU build; the others are the package index's default (CUDA) builds,
+    which run on the CPU. The ``test-core`` extra leaves out the frameworks (DeepSpeed,
+    Lightning, Ray, Accelerate, Transformers), whose adapters are tested with the torch of
+    ``nox -s tests``, not across this matrix. ``-- -n 2`` runs on two pytest-xdist workers.
+    """
+    session.install(f"torch=={torch}")
+    session.install("-e", ".[test-core]")
+    session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
+    session.run("python", "-m", "pytest", *CORE_SUITE, *session.posargs)
 
 
 @nox.session

@@ -56,11 +56,21 @@ INDUCTOR_DEVICE_TYPES: dict[str, str] = {"cpu": "C++", "cuda": "Triton", "xpu": 
 
 Inductor registers these in ``torch._inductor.codegen.common.init_backend_registration`` (with
 ``tpu`` through Pallas and ``mtia``, which accelhal has no backend for); ``tests/test_compiling.py``
-keeps this table a part of what that function registers.
+keeps this table a part of what that function registers. Those that came after torch 2.4 are in
+:data:`INDUCTOR_SINCE`.
 """
+
+INDUCTOR_SINCE: dict[str, tuple[int, int]] = {"mps": (2, 7)}
+"""The first torch release whose Inductor generates code for a device type of :data:`INDUCTOR_DEVICE_TYPES`,
+where it is later than 2.4 (the oldest torch accelhal supports): Metal for ``mps`` arrived in torch 2.7."""
 
 VENDOR_CODEGEN_ATTRIBUTES = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen")
 """What a PrivateUse1 device module provides for Inductor to register its code generation."""
+
+VENDOR_CODEGEN_SINCE = (2, 6)
+"""The first torch release whose Inductor registers :data:`VENDOR_CODEGEN_ATTRIBUTES` of a PrivateUse1 device
+module (torch 2.5 read attributes of other names, torch 2.4 none): before it, only ``register_backend_for_device``
+counts."""
 
 SOURCES = ("set", "vendor", "inductor", "fallback")
 """Where a :class:`CompileChoice` comes from, in the order :func:`choose` tries them."""
@@ -97,6 +107,14 @@ def _cpp_compiler() -> str:
     return os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++")
 
 
+def _torch_release() -> tuple[int, int]:
+    """This torch's release as (major, minor): ``2.6.0+cu124`` -> ``(2, 6)``, ``2.7.0a0+git...`` -> ``(2, 7)``."""
+    import torch
+
+    major, minor = str(torch.__version__).split(".")[:2]
+    return int(major), int(minor)
+
+
 def _missing_toolchain(device_type: str) -> tuple[str, str]:
     """What building Inductor's code for ``device_type`` needs: (what is missing or ``""``, what was found)."""
     if device_type == "cpu":
@@ -124,7 +142,9 @@ def _vendor_codegen(device_type: str) -> str:
     if privateuse1 is None or privateuse1() != device_type:
         return ""
     module = getattr(torch, device_type, None)
-    if module is not None and all(hasattr(module, name) for name in VENDOR_CODEGEN_ATTRIBUTES):
+    if module is None or _torch_release() < VENDOR_CODEGEN_SINCE:
+        return ""
+    if all(hasattr(module, name) for name in VENDOR_CODEGEN_ATTRIBUTES):
         return f"its device module torch.{device_type} provides {', '.join(VENDOR_CODEGEN_ATTRIBUTES)}"
     return ""
 
@@ -134,10 +154,14 @@ def _inductor_registry_has(device_type: str) -> bool:
 
     Imports Inductor's code generation (seconds): only :func:`check` asks, for ``"inductor"``.
     """
-    from torch._inductor.codegen.common import get_scheduling_for_device, init_backend_registration
+    from torch._inductor.codegen import common
 
-    init_backend_registration()
-    return get_scheduling_for_device(device_type) is not None
+    # torch 2.4 has no init_backend_registration here (GraphLowering's registers cpu, cuda and xpu only, which
+    # this function is not asked about): its registry holds what vendors registered themselves.
+    register_all = getattr(common, "init_backend_registration", None)
+    if register_all is not None:
+        register_all()
+    return common.get_scheduling_for_device(device_type) is not None
 
 
 def inductor_support(device_type: str, *, ask_inductor: bool = False) -> InductorSupport:
@@ -151,6 +175,12 @@ def inductor_support(device_type: str, *, ask_inductor: bool = False) -> Inducto
     InductorSupport(supported=False, reason="Inductor's Triton code for 'cuda' needs the triton package, ...")
     """
     generated = INDUCTOR_DEVICE_TYPES.get(device_type)
+    since = INDUCTOR_SINCE.get(device_type)
+    if generated is not None and since is not None and _torch_release() < since:
+        import torch
+
+        older = f"Inductor generates {generated} for {device_type!r} from torch {since[0]}.{since[1]} on"
+        return InductorSupport(False, f"{older}; this is torch {torch.__version__}")
     if generated is not None:
         missing, found = _missing_toolchain(device_type)
         if missing:

@@ -112,8 +112,28 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return parallel.make_scheduler(config, log)
 
 
+ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
+"""Every test under this directory is a framework adapter's (marked ``adapter``: outside the core suite)."""
+
+ADAPTER_FRAMEWORKS = (
+    "deepspeed",
+    "lightning",
+    "pytorch_lightning",
+    "accelerate",
+    "ray",
+    "transformers",
+    "tests.compat",
+)
+"""What only an adapter's test imports: a test module elsewhere that imports one is marked ``adapter`` itself
+(``tests/test_core_suite.py`` checks it)."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Skip GPU-marked tests, with the reason, where no CUDA device is visible; order the units for xdist."""
+    """Mark the adapters' tests ``adapter``, order the units for xdist, skip GPU tests where no CUDA device is seen."""
+    for item in items:
+        if item.path.is_relative_to(ADAPTER_TESTS):
+            item.add_marker(pytest.mark.adapter)
     parallel.order_for_workers(config, items)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:

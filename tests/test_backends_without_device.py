@@ -1,8 +1,9 @@
 """Each backend on this machine, against the real torch modules and the real absence of vendor packages.
 
-torch here is a CPU build: ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no
-device, and torch_npu, torch_mlu, torch_sdaa, torch_supa, torch_musa, habana_frameworks and torch_xla are
-not installed (the xla backend with torch_xla installed is tested by ``tests/xla``, ``nox -s xla``).
+torch here has no GPU (a CPU build, or the package index's CUDA build on a machine without
+one): ``torch.cuda``, ``torch.xpu`` and ``torch.mps`` import and see no device, and torch_npu,
+torch_mlu, torch_sdaa, torch_supa, torch_musa, habana_frameworks and torch_xla are not installed
+(the xla backend with torch_xla installed is tested by ``tests/xla``, ``nox -s xla``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from accelhal.errors import BackendUnavailableError
 from accelhal.selection import registry
 from accelhal.spec import Status
 from accelhal.validation import contract_problems
+from tests.torch_features import CPU_ONLY_BUILD
 
 BACKENDS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "backends.md"
 
@@ -46,7 +48,10 @@ VENDOR_PACKAGES = {
     "xla": "torch_xla",
 }
 NO_DEVICE_REASON = "torch loads but torch.{}.device_count() is 0"
-CPU_ONLY = "; CUDA flavour: none (CPU-only torch build)"  # the cuda probe names the CUDA of the torch build
+CUDA_FLAVOUR = "; CUDA flavour: " + (
+    "none (CPU-only torch build)" if CPU_ONLY_BUILD else f"NVIDIA CUDA {torch.version.cuda}"
+)
+"""How the cuda probe names the CUDA of the torch build (the package index's default builds carry CUDA)."""
 
 needs_no_gpu = pytest.mark.skipif(torch.cuda.device_count() > 0, reason="a CUDA device is visible")
 
@@ -70,7 +75,7 @@ def test_detection_says_no_device_for_torch_modules_and_not_installed_for_vendor
     for name in TORCH_MODULES:
         candidate = report.candidate(name)
         assert candidate is not None and candidate.status is Status.NO_DEVICE, candidate
-        assert candidate.reason == NO_DEVICE_REASON.format(name) + (CPU_ONLY if name == "cuda" else "")
+        assert candidate.reason == NO_DEVICE_REASON.format(name) + (CUDA_FLAVOUR if name == "cuda" else "")
         assert candidate.hint
     for name, package in VENDOR_PACKAGES.items():
         candidate = report.candidate(name)

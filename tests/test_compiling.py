@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import accelhal
 from accelhal import compiling
@@ -21,7 +22,7 @@ from accelhal.errors import CompileBackendError
 from accelhal.spec import BackendSpec, Verdict
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 from tests.compiled_model import TOLERANCE
-from tests.simulation import run_python
+from tests.simulation import run_python, simulated_site
 
 
 def test_cpu_answers_inductor_while_inductors_cpp_compiler_is_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,15 +102,19 @@ acc = accelhal.get_accelerator()
 result = {"answer": acc.get_compile_backend(), "info": acc.info().compile_backend, "loaded": loaded()}
 result["compiled"] = compiled_model.compare()
 if result["answer"] == "inductor":
-    from torch._inductor.codegen.common import device_codegens, init_backend_registration
-    init_backend_registration()
-    result["inductor_device_types"] = sorted(device_codegens)
+    from torch._inductor.codegen import common
+    if hasattr(common, "init_backend_registration"):
+        common.init_backend_registration()
+    else:  # torch 2.4: the graph's method registers them (and uses no graph)
+        from torch._inductor.graph import GraphLowering
+        GraphLowering.init_backend_registration(None)
+    result["inductor_device_types"] = sorted(common.device_codegens)
 else:
     try:
         compiled_model.compare("inductor")
         result["inductor_anyway"] = "compiled"
     except Exception as error:
-        result["inductor_anyway"] = f"{type(error).__name__}: {error}".splitlines()[0]
+        result["inductor_anyway"] = f"{type(error).__name__}: {error}"
 print(json.dumps(result))
 """
 
@@ -135,7 +140,46 @@ def test_inductor_on_cpu_gives_eagers_outputs_without_recompiling(cpu_runs: dict
     assert result["loaded"] == []  # answering (and info()) imported neither Dynamo nor Inductor
     assert result["compiled"]["max_abs_difference"] <= TOLERANCE["atol"]
     assert (result["compiled"]["graphs_after_first_call"], result["compiled"]["recompiles"]) == (1, 0)
-    assert set(compiling.INDUCTOR_DEVICE_TYPES) <= set(result["inductor_device_types"])
+    release = tuple(int(part) for part in torch.__version__.split(".")[:2])
+    here = {t for t in compiling.INDUCTOR_DEVICE_TYPES if compiling.INDUCTOR_SINCE.get(t, (0, 0)) <= release}
+    assert here <= set(result["inductor_device_types"])  # what Inductor registers on this torch
+    assert not set(compiling.INDUCTOR_DEVICE_TYPES) - here & set(result["inductor_device_types"])  # and not before
+
+
+def test_a_device_type_whose_inductor_code_generator_came_later_falls_back_before_it() -> None:
+    choice = compiling.choose("mps")
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compiling.INDUCTOR_SINCE["mps"]:
+        assert (choice.backend, choice.reason) == ("inductor", "Inductor generates Metal for 'mps'")
+    else:
+        assert choice.backend == "aot_eager"
+        assert choice.reason.startswith(
+            f"Inductor generates Metal for 'mps' from torch 2.7 on; this is torch {torch.__version__}"
+        )
+
+
+NO_CODEGEN = (
+    "Inductor has no code generator for device type {!r}: torch has none for it, and its vendor registered none"
+)
+
+VENDOR_MODULE_CODEGEN = """
+import json, torch, torch_npu  # the simulated vendor: torch.npu is its PrivateUse1 device module
+from accelhal import compiling
+before = compiling.inductor_support("npu")
+for name in compiling.VENDOR_CODEGEN_ATTRIBUTES:
+    setattr(torch.npu, name, type(name, (), {}))
+after = compiling.inductor_support("npu")
+print(json.dumps({"before": [before.supported, before.reason], "after": [after.supported, after.reason]}))
+"""
+
+
+def test_a_vendor_device_modules_code_generator_counts_where_inductor_registers_it(tmp_path: Path) -> None:
+    result = run_python(simulated_site(tmp_path, ("npu",)), VENDOR_MODULE_CODEGEN)
+    assert result["before"] == [False, NO_CODEGEN.format("npu")]
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compiling.VENDOR_CODEGEN_SINCE:
+        provides = "its device module torch.npu provides Scheduling, PythonWrapperCodegen, CppWrapperCodegen"
+        assert result["after"] == [True, f"Inductor generates code for 'npu': {provides}"]
+    else:  # torch 2.5 reads other attributes, torch 2.4 none
+        assert result["after"] == result["before"]
 
 
 @pytest.mark.slow
@@ -146,4 +190,11 @@ def test_without_a_cpp_compiler_cpu_answers_aot_eager_which_works_where_inductor
     print(f"\ncpu without a C++ compiler: {result['compiled']}")
     assert result["answer"] == result["compiled"]["backend"] == "aot_eager"
     assert result["compiled"]["max_abs_difference"] == 0.0 and result["compiled"]["recompiles"] == 0
-    assert result["inductor_anyway"].startswith("InductorError: InvalidCxxCompiler: No working C++ compiler found")
+    # torch 2.13: "InductorError: InvalidCxxCompiler: ..."; before InductorError, Dynamo's wrapper names the cause
+    # on its second line ("BackendCompilerFailed: backend='inductor' raised:\nInvalidCxxCompiler: ...")
+    cause = (
+        result["inductor_anyway"]
+        .removeprefix("InductorError: ")
+        .removeprefix("BackendCompilerFailed: backend='inductor' raised:\n")
+    )
+    assert cause.startswith("InvalidCxxCompiler: No working C++ compiler found"), result["inductor_anyway"]

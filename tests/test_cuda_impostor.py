@@ -24,6 +24,7 @@ from accelhal_backends.cuda.flavour import flavour, replacements
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import CUDA_SHIM, backend_plugin
 from tests.simulation import DETECT, ROOT, run_python
+from tests.torch_features import CPU_ONLY_BUILD, needs_device_autoload
 
 SHIM = "torch.cuda.device_count/is_available from acme_cuda_shim (distribution acme-cuda-shim 1.0)"
 
@@ -39,6 +40,7 @@ def install_shim(install_distribution: InstallDistribution, with_backend: bool =
     return install_distribution("acme-cuda-shim", modules, entry_points, other_groups=autoload).parent
 
 
+@needs_device_autoload  # the shim arrives as torch_supa does, through torch.backends
 def test_replaced_torch_cuda_is_its_own_verdict_and_forcing_cuda_says_so(
     install_distribution: InstallDistribution,
 ) -> None:
@@ -54,6 +56,7 @@ def test_replaced_torch_cuda_is_its_own_verdict_and_forcing_cuda_says_so(
     assert SHIM in forced["error"]
 
 
+@needs_device_autoload  # the shim arrives as torch_supa does, through torch.backends
 def test_the_backend_that_needs_the_replacing_package_is_named_and_chosen(
     install_distribution: InstallDistribution,
 ) -> None:
@@ -71,6 +74,7 @@ def accelhal_cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
 
 
+@needs_device_autoload  # the shim arrives as torch_supa does, through torch.backends
 def test_explain_and_list_show_the_replaced_cuda(install_distribution: InstallDistribution) -> None:
     site = install_shim(install_distribution)
     explained = accelhal_cli(site, "explain", "cuda", "--json")
@@ -115,7 +119,8 @@ def test_flavour_from_build_attributes_version_tags_and_device_names(
 
 
 def test_flavour_of_the_torch_here() -> None:
-    assert flavour(torch).label == "none (CPU-only torch build)"
+    expected = "none (CPU-only torch build)" if CPU_ONLY_BUILD else f"NVIDIA CUDA {torch.version.cuda}"
+    assert flavour(torch).label == expected
 
 
 @pytest.mark.cuda

@@ -17,6 +17,7 @@ import torch
 
 from tests.cluster_launch import PYTHON, WORKER, clean_env, free_port, records, running, start, tail, wait
 from tests.distributed_cluster_worker import fold
+from tests.torch_features import needs_gloo_teardown_after_restart
 
 NODES, PER_NODE, STEPS, KILL_AT = 2, 2, 8, 3
 WORLD = NODES * PER_NODE
@@ -43,6 +44,7 @@ def torchrun_agents(
     return codes, tail(*logs)
 
 
+@needs_gloo_teardown_after_restart
 def test_two_torchrun_agents_form_one_group_which_restarts_and_resumes(tmp_path: Path) -> None:
     """One two-node job (run once, asserting all): the last rank kills itself at step KILL_AT; torchrun restarts."""
     started = time.monotonic()

@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Result, run_accelhal
+from tests.torch_features import needs_device_autoload
+
+pytestmark = needs_device_autoload
 
 VENDOR = """
     import os

@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import importlib.metadata as metadata
+import inspect
 import os
 import subprocess
 import sys
@@ -465,7 +466,13 @@ def _torch_current_accelerator() -> str:
     current = getattr(getattr(torch, "accelerator", None), "current_accelerator", None)
     if current is None:
         raise LookupError("this torch has no torch.accelerator")
-    device = current(check_available=True)
+    if "check_available" in inspect.signature(current).parameters:
+        device = current(check_available=True)
+    else:  # torch 2.6's has no check_available and raises where no accelerator is available
+        try:
+            device = current()
+        except RuntimeError:
+            device = None
     return "cpu" if device is None else str(device.type)
 
 

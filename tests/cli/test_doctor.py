@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.cli.conftest import Result, run_accelhal
+from tests.torch_features import needs_device_autoload, needs_torch_accelerator
 from tests.venvs import build_wheel, fresh_venv, pip_install
 
 
@@ -118,6 +119,7 @@ raise SystemExit(main(sys.argv[1:]))
 """
 
 
+@needs_torch_accelerator
 def test_accelhal_disagrees_with_torch_accelerator() -> None:
     """torch.accelerator reports a (simulated) npu that accelhal has no usable backend for."""
     result = run_accelhal("doctor", "--json", code=SIMULATED_NPU)
@@ -142,6 +144,7 @@ broken_vendor = "broken_torch_vendor:autoload"
 
 
 @pytest.mark.slow
+@needs_device_autoload
 def test_vendor_distribution_that_breaks_import_torch(tmp_path: Path) -> None:
     """A real distribution whose torch.backends entry point raises, installed into a fresh venv."""
     source = tmp_path / "src"

@@ -48,6 +48,9 @@ CACHE_VARIABLE = "ACCELHAL_TESTDEV_CACHE"
 COLLECTIVES_VARIABLE = "ACCELHAL_TESTDEV_COLLECTIVES"
 MANIFEST = "build.json"
 DEFAULT_NAME = "testdev"
+OLDEST_TORCH = "2.9"
+"""The oldest torch the device builds against: ``c10::DeviceAllocator`` (the allocator whose figures
+``torch.accelerator.memory_allocated`` ... read) arrived in torch 2.9."""
 
 _loaded_name: list[str] = []
 
@@ -69,6 +72,15 @@ def build_key() -> str:
         "cxx": os.environ.get("CXX", ""),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def unsupported() -> str | None:
+    """Why the device cannot be built against this torch (too old), or ``None`` when it can."""
+    import torch
+
+    if torch.__version__ >= OLDEST_TORCH:  # a TorchVersion: compared as a release, not as text
+        return None
+    return f"the test device needs torch >= {OLDEST_TORCH} (c10::DeviceAllocator); this is torch {torch.__version__}"
 
 
 def cache_root() -> Path:

@@ -23,6 +23,7 @@ from tests.privateuse1 import device
 from tests.privateuse1.child import write_autoload_distribution
 
 pytestmark = [
+    pytest.mark.adapter,
     pytest.mark.privateuse1,
     pytest.mark.skipif(
         importlib.util.find_spec("accelerate") is None or importlib.util.find_spec("transformers") is None,

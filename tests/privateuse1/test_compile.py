@@ -16,8 +16,9 @@ import pytest
 
 from tests.compiled_model import TOLERANCE
 from tests.privateuse1.child import on_device
+from tests.torch_features import needs_generic_backend
 
-pytestmark = pytest.mark.privateuse1
+pytestmark = [pytest.mark.privateuse1, needs_generic_backend]  # the device is the generic backend's
 
 COMPILE = """
 import sys

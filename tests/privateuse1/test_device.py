@@ -11,6 +11,7 @@ import pytest
 
 from tests.privateuse1.child import build_in_child, on_device, write_autoload_distribution
 from tests.simulation import run_python
+from tests.torch_features import needs_accelerator_memory_info
 
 pytestmark = pytest.mark.privateuse1
 
@@ -142,6 +143,7 @@ print(json.dumps({
     assert result["initial_seed"] == 11 and result["all"] == 2
 
 
+@needs_accelerator_memory_info
 def test_memory_figures_follow_allocations() -> None:
     result = on_device(
         """
@@ -238,6 +240,7 @@ print(json.dumps({"error": error, "same": device.load(name) is module}))
     assert result == {"error": refused, "same": True}
 
 
+@needs_accelerator_memory_info
 def test_a_device_without_float64_says_so_in_its_capability() -> None:
     result = on_device(
         """

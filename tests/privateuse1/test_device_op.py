@@ -15,8 +15,9 @@ import pytest
 from tests.privateuse1 import device
 from tests.privateuse1.child import write_autoload_distribution
 from tests.simulation import run_python
+from tests.torch_features import needs_generic_backend
 
-pytestmark = pytest.mark.privateuse1
+pytestmark = [pytest.mark.privateuse1, needs_generic_backend]  # the op runs through the generic backend
 
 OP = """
 import json, torch, accelhal

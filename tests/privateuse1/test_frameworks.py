@@ -29,6 +29,7 @@ from tests.privateuse1.vendor import write_vendor_package
 
 pytestmark = [
     pytest.mark.privateuse1,
+    pytest.mark.adapter,
     pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs the deepspeed extra"),
     pytest.mark.skipif(importlib.util.find_spec("lightning") is None, reason="needs the lightning extra"),
 ]

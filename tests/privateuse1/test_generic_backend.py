@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.privateuse1.child import on_device, run_accelhal, write_autoload_distribution
+from tests.torch_features import needs_generic_backend
 
-pytestmark = pytest.mark.privateuse1
+pytestmark = [pytest.mark.privateuse1, needs_generic_backend]  # test_generic_old_torch.py: its verdict before
 
 DETECT = """
 import accelhal

@@ -17,8 +17,9 @@ import pytest
 
 from tests.conformance_runs import Run, run_pytest
 from tests.privateuse1.vendor import VENDORS, write_vendor_package
+from tests.torch_features import needs_accelerator_memory_info
 
-pytestmark = pytest.mark.privateuse1
+pytestmark = [pytest.mark.privateuse1, needs_accelerator_memory_info]  # the vendor modules' memory figures use it
 
 MEMBERS = """
 import json, os, sys, torch, accelhal

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -30,6 +31,30 @@ from accelhal.spec import BackendSpec, Verdict
 PRIORITY = 150
 """Below every named built-in backend (the lowest is xla, 200) and above cpu (100)."""
 
+OLDEST_TORCH = "2.10"
+"""The oldest torch whose ``torch.accelerator`` has every function in :data:`TORCH_ACCELERATOR_CALLS`."""
+
+TORCH_ACCELERATOR_CALLS = (
+    "current_device_index",
+    "set_device_index",
+    "device_count",
+    "synchronize",
+    "current_stream",
+    "empty_cache",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_stats",
+    "reset_peak_memory_stats",
+    "get_memory_info",
+    "get_device_capability",
+)
+"""The ``torch.accelerator`` functions the generic accelerator calls. ``torch.accelerator`` arrived in
+torch 2.6 (devices and streams), its memory figures in 2.9, ``get_memory_info`` and
+``get_device_capability`` in 2.10; on an older torch the generic backend is ``broken``, naming what is
+missing, rather than an accelerator whose memory members fail."""
+
 
 def current_device_type() -> str | None:
     """The device type of torch's accelerator, or ``None``; creates no device context."""
@@ -38,7 +63,12 @@ def current_device_type() -> str | None:
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is None:  # torch older than 2.6
         return None
-    device = accelerator.current_accelerator()
+    try:
+        device = accelerator.current_accelerator()
+    except RuntimeError:  # torch 2.6's raises where no accelerator is available (later ones answer)
+        if "check_available" in inspect.signature(accelerator.current_accelerator).parameters:
+            raise
+        return None
     return None if device is None else str(device.type)
 
 
@@ -52,7 +82,7 @@ def comm_backend(device_type: str) -> str:
 
 
 def probe(device_type: str) -> Verdict:
-    """Available when torch still reports ``device_type`` and counts at least one device of it.
+    """Available when torch still reports ``device_type``, has what the generic accelerator calls, and counts a device.
 
     Counting goes through ``torch.accelerator.device_count()``, which must not create a
     device context (torch requires it of every accelerator).
@@ -62,6 +92,14 @@ def probe(device_type: str) -> Verdict:
     current = current_device_type()
     if current != device_type:
         return Verdict.no_device(f"torch's accelerator is now {current!r}, not {device_type!r}")
+    missing = [name for name in TORCH_ACCELERATOR_CALLS if not hasattr(torch.accelerator, name)]
+    if missing:
+        return Verdict.broken(
+            f"torch {torch.__version__}'s torch.accelerator has no {', '.join(missing)}, which the generic backend "
+            f"calls (torch >= {OLDEST_TORCH} has them)",
+            hint=f"upgrade torch to {OLDEST_TORCH} or later, or install the accelhal backend of the {device_type!r} "
+            "device's vendor",
+        )
     try:
         count = int(torch.accelerator.device_count())
     except Exception as exc:  # a vendor's device module can fail in any way

@@ -16,6 +16,9 @@
 // A device's context is created by its first real use (set_device, an allocation, a
 // stream, an event, synchronize, lazy_init) and never by counting or querying; a
 // process forked after a context was created cannot use the device (as with CUDA).
+//
+// It builds against torch 2.9 and later (c10::DeviceAllocator arrived in 2.9); the memory
+// information and device capability hooks, which torch 2.10 added, are left out before it.
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
@@ -32,6 +35,14 @@
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
+#include <torch/version.h>
+
+#define ACCELHAL_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+#if !ACCELHAL_TORCH_AT_LEAST(2, 9)
+#error "the test device needs torch >= 2.9 (c10::DeviceAllocator)"
+#endif
 
 #include <pthread.h>
 
@@ -269,12 +280,14 @@ struct HostDeviceAllocator final : public c10::DeviceAllocator {
     }
   }
 
+#if ACCELHAL_TORCH_AT_LEAST(2, 10)
   std::pair<size_t, size_t> getMemoryInfo(DeviceIndex device) override {
     check_index(device);
     std::lock_guard<std::mutex> lock(mutex);
     const auto in_use = static_cast<size_t>(stats[device].reserved_bytes[0].current);
     return {memory_capacity() - std::min(in_use, memory_capacity()), memory_capacity()};
   }
+#endif
 };
 
 // Never destroyed: tensors may outlive static destruction at exit.
@@ -408,6 +421,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     return device_count();
   }
 
+#if ACCELHAL_TORCH_AT_LEAST(2, 10)
   c10::DeviceCapability getDeviceCapability(c10::Device /*device*/) const override {
     c10::DeviceCapability capability;
     if (!has_float64()) {
@@ -415,6 +429,7 @@ struct GuardImpl final : public c10::impl::DeviceGuardImplInterface {
     }
     return capability;
   }
+#endif
 
   void destroyEvent(void* event, const DeviceIndex /*device_index*/) const noexcept override {
     delete static_cast<HostEvent*>(event);
