@@ -1,7 +1,7 @@
 """torch.compile on the test device: the generic backend answers ``aot_eager``, which works; Inductor is refused.
 
 torch has no Inductor code generation for out-of-tree (PrivateUse1) devices, so Inductor
-fails there deep inside Dynamo (``InductorError: KeyError: 'testdev'``). One interpreter
+fails there deep inside Dynamo (``InductorError: KeyError: 'testdev'`` on torch 2.13). One interpreter
 compiles the small model of :mod:`tests.compiled_model`, shows that Inductor really fails,
 that ``set_compile_backend`` refuses it first, and that a vendor's registration of a code
 generator (through torch's two registration routes, called for real) turns the answer to
@@ -85,7 +85,8 @@ def test_the_compiled_model_gives_eagers_outputs_without_recompiling(compiled: d
 
 
 def test_inductor_fails_on_the_device_and_set_compile_backend_refuses_it_first(compiled: dict[str, Any]) -> None:
-    assert compiled["inductor_anyway"] == "InductorError: KeyError: 'testdev'"
+    # torch 2.13: "KeyError: 'testdev'"; torch 2.11: "AssertionError: Device testdev not supported"
+    assert compiled["inductor_anyway"].startswith("InductorError: ") and "testdev" in compiled["inductor_anyway"]
     refused = compiled["set_inductor"]
     assert refused["type"] == "CompileBackendError" and refused["working"] == "aot_eager"
     assert refused["message"].startswith("torch.compile backend 'inductor' cannot be used on 'testdev': Inductor has")
