@@ -341,7 +341,14 @@ def main() -> None:
     for spec in parser.parse_args().runs:
         print("RESULT " + json.dumps(run(spec)), flush=True)
     if torch.distributed.is_initialized():
+        # As in deepspeed_train.py: the ranks leave together, and interpreter teardown is skipped,
+        # where gloo's transport threads have aborted a rank after its results were printed
+        # ("terminate called without an active exception", seen once under load).
+        torch.distributed.barrier()
         torch.distributed.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 if __name__ == "__main__":
