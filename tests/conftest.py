@@ -15,7 +15,7 @@ import accelhal
 from accelhal import selection
 from tests import parallel
 from tests.sharing import RunCache, run_directory
-from tests.venvs import REPO
+from tests.venvs import REPO, compile_checkout
 
 ACCELHAL_VARIABLES = (
     "ACCELHAL_ACCELERATOR",
@@ -104,6 +104,17 @@ def accelhal_wheel(run_cache: RunCache) -> Path:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """``-n`` without ``--dist`` spreads the suite as :mod:`tests.parallel` says."""
     parallel.choose_distribution(config)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile the checkout once per run, before any worker or child interpreter starts.
+
+    The suite starts hundreds of interpreters that import accelhal; where
+    ``PYTHONDONTWRITEBYTECODE`` is set (as on CI machines), none of them writes the
+    ``.pyc`` files it compiled, so each compiles accelhal again (about 0.1 s of CPU).
+    """
+    if not hasattr(config, "workerinput"):
+        compile_checkout()
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

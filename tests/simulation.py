@@ -1,15 +1,19 @@
-"""Run Python in a subprocess that sees simulated vendor packages (one vendor's PrivateUse1 per process)."""
+"""Run Python in a subprocess that sees simulated vendor packages (one vendor's PrivateUse1 per process).
+
+The subprocess is forked from a warm interpreter that imported torch (:mod:`tests.warm`): the
+simulated packages are imported by accelhal's probes, after torch, as the real ones are.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from accelhal.testing.simulated import DEVICES_VARIABLE, write_broken_package, write_vendor_package
+from tests import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 CLEAN = ("ACCELHAL_ACCELERATOR", "DS_ACCELERATOR", "ACCELHAL_PLUGINS", "ACCELHAL_BLOCK_PLUGINS", "ACCELHAL_STRICT")
@@ -31,9 +35,7 @@ def run_python(site: Path, code: str, devices: int = 2, **env: str) -> dict[str,
     environ = {k: v for k, v in os.environ.items() if k not in CLEAN}
     path = os.pathsep.join(p for p in (str(site), environ.get("PYTHONPATH", "")) if p)
     environ.update(PYTHONPATH=path, **{DEVICES_VARIABLE: str(devices)}, **env)
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=environ, capture_output=True, text=True, timeout=240
-    )
+    out = warm.run_code(code, [], environ, sys.executable, timeout=240, cwd=ROOT)
     if out.returncode != 0:
         raise AssertionError(f"subprocess failed ({out.returncode}):\n{out.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])

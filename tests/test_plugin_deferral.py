@@ -64,7 +64,7 @@ def imports(env: dict[str, str]) -> tuple[int, int]:
 
 
 def report(env: dict[str, str], *args: str, **extra: str) -> dict[str, Any]:
-    result = run_accelhal(*args, code=REPORT, env={**env, **extra})
+    result = run_accelhal(*args, code=REPORT, env={**env, **extra}, code_after_torch=True)
     assert result.returncode == 0, result.output
     data: dict[str, Any] = json.loads(result.stdout)
     return data

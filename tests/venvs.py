@@ -17,6 +17,7 @@ same time never see each other's accelhal.
 
 from __future__ import annotations
 
+import compileall
 import hashlib
 import importlib.metadata
 import json
@@ -31,6 +32,16 @@ from tests.locks import locked
 from tests.sharing import RunCache
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+CHECKOUT_SOURCES = ("accelhal", "backends", "tests", "benchmarks")
+"""The checkout's Python trees that the suite's child interpreters import or run."""
+
+
+def compile_checkout() -> None:
+    """Write the ``.pyc`` files of :data:`CHECKOUT_SOURCES` (only those that are missing or stale)."""
+    for tree in CHECKOUT_SOURCES:
+        compileall.compile_dir(REPO / tree, quiet=2)
 
 
 def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests import warm
+
 _CLEARED = ("ACCELHAL_", "DS_ACCELERATOR", "STAGED_", "TORCH_DEVICE_BACKEND_AUTOLOAD", "LOCAL_SIZE", "LOCAL_WORLD_SIZE")
 
 
@@ -44,11 +46,25 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def run_accelhal(
-    *args: str, env: Mapping[str, str] | None = None, python: str = sys.executable, code: str | None = None
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    python: str = sys.executable,
+    code: str | None = None,
+    code_after_torch: bool = False,
 ) -> Result:
-    """``python -m accelhal ARGS`` (or ``python -c CODE ARGS``) in a child process."""
-    command = [python, "-c", code, *args] if code else [python, "-m", "accelhal", *args]
-    proc = subprocess.run(command, env=clean_env(env), capture_output=True, text=True, timeout=300, check=False)
+    """``python -m accelhal ARGS`` (or ``python -c CODE ARGS``) in a child process.
+
+    The ``-m`` form, and the ``-c`` form with ``code_after_torch`` (code that does not care
+    whether torch was imported before it), are forked from a warm interpreter that imported
+    torch (:mod:`tests.warm`) wherever that is the same as a fresh one.
+    """
+    if code is None:
+        proc = warm.run_module("accelhal", list(args), clean_env(env), python, timeout=300)
+    elif code_after_torch:
+        proc = warm.run_code(code, list(args), clean_env(env), python, timeout=300)
+    else:
+        command = [python, "-c", code, *args]
+        proc = subprocess.run(command, env=clean_env(env), capture_output=True, text=True, timeout=300, check=False)
     return Result(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -1,0 +1,183 @@
+"""``python -m MODULE ARGS`` (or ``-c CODE``) in a child forked from a warm interpreter that imported torch.
+
+A fresh ``python -m accelhal info`` spends most of its CPU on ``import torch`` (about 1.5 s
+on two cores; the command's own work is a tenth of that), and the command tests start
+well over a hundred of them. :func:`run_module` forks each child instead from a server
+process, one per pytest worker, that has imported torch and nothing of accelhal or of the
+tests. The child then becomes what a fresh ``python -m`` would be: its environment, its
+``sys.path`` (the working directory, then ``PYTHONPATH``), its working directory, its
+arguments, stdin from ``/dev/null``, stdout and stderr to files; it runs the module as
+``__main__`` and exits through the interpreter's own shutdown. What it sees is what a
+program that imported torch first sees.
+
+A call whose environment could change ``import torch`` itself gets a fresh interpreter
+instead: another interpreter than this one, a variable of Python's, torch's, the loader's
+or a thread pool's that differs from the server's, or a ``PYTHONPATH`` directory holding a
+``torch``, a ``sitecustomize`` or a ``torch.backends`` entry point (torch's device autoload).
+So does a call made while another thread of the worker is using the server.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+SERVER = r"""
+import json, os, sys
+import torch  # noqa: F401
+
+requests, replies = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w")
+for line in requests:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid:
+        replies.write(json.dumps(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])) + "\n")
+        replies.flush()
+        continue
+    requests.close(), replies.close()
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[:1] = [request["cwd"], *filter(None, request["env"].get("PYTHONPATH", "").split(os.pathsep))]
+    import importlib, runpy, signal
+    importlib.invalidate_caches()
+    streams = ((0, os.devnull, os.O_RDONLY), (1, request["stdout"], os.O_WRONLY), (2, request["stderr"], os.O_WRONLY))
+    for fd, path, flags in streams:
+        opened = os.open(path, flags)
+        os.dup2(opened, fd)
+        os.close(opened)
+    signal.alarm(request["timeout"])
+    if request["code"] is None:
+        sys.argv = [request["module"], *request["args"]]
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    else:  # python -c CODE ARGS: a new __main__, '' first on the path
+        sys.argv, sys.path[0] = ["-c", *request["args"]], ""
+        main = sys.modules["__main__"] = type(sys)("__main__")
+        exec(compile(request["code"], "<string>", "exec"), main.__dict__)
+    sys.exit(0)  # leaves the loop: the interpreter's own shutdown (atexit, threads, flushing)
+"""
+
+TORCH_SENSITIVE_PREFIXES = ("PYTHON", "TORCH", "PYTORCH", "LD_", "CUDA", "OMP_", "MKL_", "KMP_", "GOMP_")
+"""Variables read while Python starts or torch imports: a call that changes one gets a fresh interpreter."""
+
+
+class _Server:
+    """The warm interpreter of this process and the lock that serialises its use."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
+        self.lock = threading.Lock()
+        request_read, self._requests = os.pipe()
+        self._replies, reply_write = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVER, str(request_read), str(reply_write)],
+            env=self.env,
+            pass_fds=(request_read, reply_write),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(request_read)
+        os.close(reply_write)
+        atexit.register(self.close)
+
+    def run(self, request: dict[str, object], timeout: float) -> int | None:
+        """The child's exit status (negative: the signal that ended it); ``None`` if the server is gone."""
+        try:
+            os.write(self._requests, (json.dumps(request) + "\n").encode())
+            ready, _, _ = select.select([self._replies], [], [], timeout + 30)
+            line = os.read(self._replies, 64) if ready else b""
+        except OSError:
+            line = b""
+        if not line.endswith(b"\n"):
+            self.close()
+            return None
+        return int(line)
+
+    def close(self) -> None:
+        """Stop the server (its children are waited for by it, so none is left)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for fd in (self._requests, self._replies):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+_servers: dict[int, _Server] = {}
+"""This process's server, by pid (a forked test process starts its own)."""
+
+
+def _server_for(env: Mapping[str, str]) -> _Server:
+    server = _servers.get(os.getpid())
+    if server is None or server.proc.poll() is not None:
+        server = _servers[os.getpid()] = _Server(env)
+    return server
+
+
+def _variables_differ(env: Mapping[str, str], server_env: Mapping[str, str]) -> bool:
+    keys = {k for k in (*env, *server_env) if k.startswith(TORCH_SENSITIVE_PREFIXES) and k != "PYTHONPATH"}
+    return any(env.get(k) != server_env.get(k) for k in keys)
+
+
+def _path_changes_torch(env: Mapping[str, str]) -> bool:
+    for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
+        directory = Path(entry)
+        if any((directory / name).exists() for name in ("torch", "torch.py", "sitecustomize.py", "usercustomize.py")):
+            return True
+        for points in directory.glob("*.dist-info/entry_points.txt"):
+            if "[torch.backends]" in points.read_text(errors="replace"):
+                return True
+    return False
+
+
+def run_module(
+    module: str, args: list[str], env: Mapping[str, str], python: str, timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m module *args`` with ``env`` in ``cwd``, forked from the warm interpreter where that is the same."""
+    return _run([python, "-m", module, *args], {"module": module, "code": None, "args": args}, env, timeout, cwd)
+
+
+def run_code(
+    code: str, args: list[str], env: Mapping[str, str], python: str, timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code *args`` likewise; only for code that does not care whether torch was imported before it."""
+    return _run([python, "-c", code, *args], {"module": None, "code": code, "args": args}, env, timeout, cwd)
+
+
+def _run(
+    command: list[str], what: dict[str, object], env: Mapping[str, str], timeout: float, cwd: Path | None
+) -> subprocess.CompletedProcess[str]:
+    python = command[0]
+
+    def fresh() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            command, env=dict(env), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+
+    if python != sys.executable or _path_changes_torch(env):
+        return fresh()
+    server = _server_for(env)
+    if _variables_differ(env, server.env) or not server.lock.acquire(blocking=False):
+        return fresh()
+    try:
+        with tempfile.TemporaryDirectory(prefix="accelhal-warm-") as tmp:
+            out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
+            out.touch()
+            err.touch()
+            request = {**what, "env": dict(env), "cwd": str(cwd or os.getcwd()), "timeout": int(timeout)}
+            code = server.run({**request, "stdout": str(out), "stderr": str(err)}, timeout)
+            if code is None:
+                return fresh()
+            return subprocess.CompletedProcess(command, code, out.read_text(), err.read_text())
+    finally:
+        server.lock.release()
