@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import warm
+
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "accelhal" / "testing" / "conformance" / "run_all.py"
 CLEAN = ("ACCELHAL_", "DS_ACCELERATOR", "PYTEST_ADDOPTS", "LOCAL_RANK", "LOCAL_SIZE", "LOCAL_WORLD_SIZE")
@@ -45,19 +47,32 @@ def _outcome(case: ET.Element) -> Outcome:
 
 
 def run_pytest(
-    tmp: Path, *args: str, pythonpath: tuple[Path, ...] = (), launcher: tuple[str, ...] = ("-m", "pytest"), **env: str
+    tmp: Path,
+    *args: str,
+    pythonpath: tuple[Path, ...] = (),
+    launcher: tuple[str, ...] = ("-m", "pytest"),
+    after_torch: bool = False,
+    **env: str,
 ) -> Run:
     """Run ``python -m pytest ARGS`` in ``tmp`` (a directory without configuration) and collect outcomes.
 
     ``launcher`` replaces ``-m pytest`` (e.g. a ``-c`` script calling ``run_suite`` with ``sys.argv[1:]``).
+    With ``after_torch`` (a run that does not care whether torch was imported before it), the
+    child is forked from a warm interpreter where that is the same as a fresh one (:mod:`tests.warm`).
     """
     report = tmp / "report.xml"
     environ = {k: v for k, v in os.environ.items() if not k.startswith(CLEAN) and k != "PYTHONPATH"}
     if pythonpath:
         environ["PYTHONPATH"] = os.pathsep.join(map(str, pythonpath))
     environ.update(env)
-    command = [sys.executable, *launcher, "-p", "no:cacheprovider", "-rs", f"--junitxml={report}", *args]
-    done = subprocess.run(command, cwd=tmp, env=environ, capture_output=True, text=True, timeout=600)
+    options = [*launcher[2:], "-p", "no:cacheprovider", "-rs", f"--junitxml={report}", *args]
+    if after_torch and launcher[0] == "-m":
+        done = warm.run_module(launcher[1], options, environ, sys.executable, timeout=600, cwd=tmp)
+    elif after_torch and launcher[0] == "-c":
+        done = warm.run_code(launcher[1], options, environ, sys.executable, timeout=600, cwd=tmp)
+    else:
+        command = [sys.executable, *launcher[:2], *options]
+        done = subprocess.run(command, cwd=tmp, env=environ, capture_output=True, text=True, timeout=600)
     outcomes: dict[str, Outcome] = {}
     if report.exists():
         for case in ET.parse(report).getroot().iter("testcase"):

@@ -16,7 +16,7 @@ RUN_SUITE = ("-c", "import sys; from accelhal.testing import run_suite; sys.exit
 def test_simulated_vendor_conforms(tmp_path: Path, vendor: str) -> None:
     site = tmp_path / "site"
     write_vendor_package(vendor, site)
-    run = run_pytest(tmp_path, pythonpath=(site,), launcher=(*RUN_SUITE, vendor))
+    run = run_pytest(tmp_path, pythonpath=(site,), launcher=(*RUN_SUITE, vendor), after_torch=True)
     assert run.returncode == 0, run.output[-4000:]
     assert not run.of("failed") and not run.of("error")
     assert len(run.of("passed")) > 150

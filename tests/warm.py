@@ -1,4 +1,4 @@
-"""``python -m MODULE ARGS`` (or ``-c CODE``) in a child forked from a warm interpreter that imported torch.
+"""``python -m MODULE ARGS``, a script or ``-c CODE`` in a child forked from a warm interpreter that imported torch.
 
 A fresh ``python -m accelhal info`` spends most of its CPU on ``import torch`` (about 1.5 s
 on two cores; the command's own work is a tenth of that), and the command tests start
@@ -56,9 +56,12 @@ for line in requests:
         os.dup2(opened, fd)
         os.close(opened)
     signal.alarm(request["timeout"])
-    if request["code"] is None:
+    if request["module"] is not None:
         sys.argv = [request["module"], *request["args"]]
         runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+    elif request["script"] is not None:  # python SCRIPT ARGS: the script's directory first on the path
+        sys.argv, sys.path[0] = [request["script"], *request["args"]], os.path.dirname(request["script"])
+        runpy.run_path(request["script"], run_name="__main__")
     else:  # python -c CODE ARGS: a new __main__, '' first on the path
         sys.argv, sys.path[0] = ["-c", *request["args"]], ""
         main = sys.modules["__main__"] = type(sys)("__main__")
@@ -144,14 +147,24 @@ def run_module(
     module: str, args: list[str], env: Mapping[str, str], python: str, timeout: float, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -m module *args`` with ``env`` in ``cwd``, forked from the warm interpreter where that is the same."""
-    return _run([python, "-m", module, *args], {"module": module, "code": None, "args": args}, env, timeout, cwd)
+    what = {"module": module, "script": None, "code": None, "args": args}
+    return _run([python, "-m", module, *args], what, env, timeout, cwd)
 
 
 def run_code(
     code: str, args: list[str], env: Mapping[str, str], python: str, timeout: float, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``python -c code *args`` likewise; only for code that does not care whether torch was imported before it."""
-    return _run([python, "-c", code, *args], {"module": None, "code": code, "args": args}, env, timeout, cwd)
+    what = {"module": None, "script": None, "code": code, "args": args}
+    return _run([python, "-c", code, *args], what, env, timeout, cwd)
+
+
+def run_script(
+    script: Path, args: list[str], env: Mapping[str, str], python: str, timeout: float, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python script *args`` likewise; only for a script that does not care whether torch was imported before it."""
+    what = {"module": None, "script": str(script.resolve()), "code": None, "args": args}
+    return _run([python, str(script), *args], what, env, timeout, cwd)
 
 
 def _run(

@@ -7,13 +7,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests import warm
+
 HERE = Path(__file__).resolve().parent
 
 
 def run_python(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """Run ``python args...`` with this directory importable and the current environment (plus ``env``)."""
+    """Run ``python args...`` with this directory importable and the current environment (plus ``env``).
+
+    A script's run (``tiny_ops.py``, which builds and loads an op after ``import torch``) is
+    forked from a warm interpreter that imported torch (:mod:`tests.warm`) wherever that is the
+    same as a fresh one; ``-c`` code runs in a fresh interpreter (it may test what imports torch).
+    """
     full_env = {**os.environ, **(env or {})}
     full_env["PYTHONPATH"] = os.pathsep.join([str(HERE), full_env.get("PYTHONPATH", "")])
+    if args[0].endswith(".py"):
+        return warm.run_script(Path(args[0]), list(args[1:]), full_env, sys.executable, timeout)
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, env=full_env, timeout=timeout, check=False
     )
