@@ -3,17 +3,19 @@
 A fresh ``python -m accelhal info`` spends most of its CPU on ``import torch`` (about 1.5 s
 on two cores; the command's own work is a tenth of that), and the command tests start
 well over a hundred of them. :func:`run_module` forks each child instead from a server
-process, one per pytest worker, that has imported torch and nothing of accelhal or of the
-tests. The child then becomes what a fresh ``python -m`` would be: its environment, its
-``sys.path`` (the working directory, then ``PYTHONPATH``), its working directory, its
-arguments, stdin from ``/dev/null``, stdout and stderr to files; it runs the module as
+process, one per pytest worker, started with the worker's environment, that has imported
+torch and nothing of accelhal or of the tests. The child then becomes what a fresh
+interpreter would be: its environment, its ``sys.path`` (the working directory or the
+script's, then ``PYTHONPATH``), its working directory, its arguments, stdin from
+``/dev/null``, stdout and stderr to files. It runs the module, script or code as
 ``__main__`` and exits through the interpreter's own shutdown. What it sees is what a
 program that imported torch first sees.
 
 A call whose environment could change ``import torch`` itself gets a fresh interpreter
 instead: another interpreter than this one, a variable of Python's, torch's, the loader's
 or a thread pool's that differs from the server's, or a ``PYTHONPATH`` directory holding a
-``torch``, a ``sitecustomize`` or a ``torch.backends`` entry point (torch's device autoload).
+module that ``import torch`` or Python's start imports (``torch``, ``numpy``, ``sitecustomize``
+...) or a ``torch.backends`` entry point (torch's device autoload).
 So does a call made while another thread of the worker is using the server.
 """
 
@@ -69,6 +71,9 @@ for line in requests:
     sys.exit(0)  # leaves the loop: the interpreter's own shutdown (atexit, threads, flushing)
 """
 
+IMPORTED_BY_STARTUP = ("torch", "numpy", "sympy", "typing_extensions", "sitecustomize", "usercustomize")
+"""Modules that Python's start or ``import torch`` imports: one on a call's ``PYTHONPATH`` gets a fresh interpreter."""
+
 TORCH_SENSITIVE_PREFIXES = ("PYTHON", "TORCH", "PYTORCH", "LD_", "CUDA", "OMP_", "MKL_", "KMP_", "GOMP_")
 """Variables read while Python starts or torch imports: a call that changes one gets a fresh interpreter."""
 
@@ -120,10 +125,10 @@ _servers: dict[int, _Server] = {}
 """This process's server, by pid (a forked test process starts its own)."""
 
 
-def _server_for(env: Mapping[str, str]) -> _Server:
+def _server_for() -> _Server:
     server = _servers.get(os.getpid())
     if server is None or server.proc.poll() is not None:
-        server = _servers[os.getpid()] = _Server(env)
+        server = _servers[os.getpid()] = _Server(os.environ)
     return server
 
 
@@ -135,7 +140,7 @@ def _variables_differ(env: Mapping[str, str], server_env: Mapping[str, str]) -> 
 def _path_changes_torch(env: Mapping[str, str]) -> bool:
     for entry in filter(None, env.get("PYTHONPATH", "").split(os.pathsep)):
         directory = Path(entry)
-        if any((directory / name).exists() for name in ("torch", "torch.py", "sitecustomize.py", "usercustomize.py")):
+        if any((directory / name).exists() or (directory / f"{name}.py").exists() for name in IMPORTED_BY_STARTUP):
             return True
         for points in directory.glob("*.dist-info/entry_points.txt"):
             if "[torch.backends]" in points.read_text(errors="replace"):
@@ -179,7 +184,7 @@ def _run(
 
     if python != sys.executable or _path_changes_torch(env):
         return fresh()
-    server = _server_for(env)
+    server = _server_for()
     if _variables_differ(env, server.env) or not server.lock.acquire(blocking=False):
         return fresh()
     try:
