@@ -173,7 +173,7 @@ def run_script(
 
 
 def _run(
-    command: list[str], what: dict[str, object], env: Mapping[str, str], timeout: float, cwd: Path | None
+    command: list[str], what: Mapping[str, object], env: Mapping[str, str], timeout: float, cwd: Path | None
 ) -> subprocess.CompletedProcess[str]:
     python = command[0]
 
