@@ -50,10 +50,14 @@ def test_a_script_and_a_module_get_their_own_first_path_entry(tmp_path: Path) ->
     assert f'"path": ["{tmp_path}", "{tmp_path / "site"}"]' in run.stdout
 
 
-def test_a_call_that_could_change_import_torch_gets_a_fresh_interpreter(tmp_path: Path) -> None:
-    env = {**_environment(tmp_path), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
-    run = warm.run_code(PROBE, [], env, sys.executable, timeout=60)
-    assert '"torch": false' in run.stdout
+def test_a_server_imports_torch_under_the_calls_variables_and_a_shadowed_numpy_is_a_fresh_interpreter(
+    tmp_path: Path,
+) -> None:
+    probe = "import os, sys, torch; print(sys.modules['torch'] is torch, os.environ.get('TORCH_SHOW_CPP_STACKTRACES'))"
+    for value in ("1", "0"):  # a new server for each, each forked from
+        env = {**_environment(tmp_path), "TORCH_SHOW_CPP_STACKTRACES": value}
+        assert warm.run_code(probe, [], env, sys.executable, timeout=60).stdout.split() == ["True", value]
+        assert '"torch": true' in warm.run_code(PROBE, [], env, sys.executable, timeout=60).stdout
     (tmp_path / "site" / "numpy.py").write_text("")
     run = warm.run_code(PROBE, [], _environment(tmp_path), sys.executable, timeout=60)
     assert '"torch": false' in run.stdout

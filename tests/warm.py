@@ -3,20 +3,20 @@
 A fresh ``python -m accelhal info`` spends most of its CPU on ``import torch`` (about 1.5 s
 on two cores; the command's own work is a tenth of that), and the command tests start
 well over a hundred of them. :func:`run_module` forks each child instead from a server
-process, one per pytest worker, started with the worker's environment, that has imported
-torch and nothing of accelhal or of the tests. The child then becomes what a fresh
+process, one per pytest worker, that has imported torch and nothing of accelhal or of the
+tests. The child then becomes what a fresh
 interpreter would be: its environment, its ``sys.path`` (the working directory or the
 script's, then ``PYTHONPATH``), its working directory, its arguments, stdin from
 ``/dev/null``, stdout and stderr to files. It runs the module, script or code as
 ``__main__`` and exits through the interpreter's own shutdown. What it sees is what a
 program that imported torch first sees.
 
-A call whose environment could change ``import torch`` itself gets a fresh interpreter
-instead: another interpreter than this one, a variable of Python's, torch's, the loader's
-or a thread pool's that differs from the server's, or a ``PYTHONPATH`` directory holding a
-module that ``import torch`` or Python's start imports (``torch``, ``numpy``, ``sitecustomize``
-...) or a ``torch.backends`` entry point (torch's device autoload).
-So does a call made while another thread of the worker is using the server.
+The server imports torch under the call's own start-up variables (Python's, torch's, the
+loader's, the thread pools'): a call whose variables differ from the last one's starts a new
+server. A call gets a fresh interpreter instead where the server cannot stand for one: another
+interpreter than this one, a ``PYTHONPATH`` directory holding a module that ``import torch``
+or Python's start imports (``torch``, ``numpy``, ``sitecustomize`` ...) or a ``torch.backends``
+entry point (torch's device autoload), or another thread of the worker using the server.
 """
 
 from __future__ import annotations
@@ -75,13 +75,14 @@ IMPORTED_BY_STARTUP = ("torch", "numpy", "sympy", "typing_extensions", "sitecust
 """Modules that Python's start or ``import torch`` imports: one on a call's ``PYTHONPATH`` gets a fresh interpreter."""
 
 TORCH_SENSITIVE_PREFIXES = ("PYTHON", "TORCH", "PYTORCH", "LD_", "CUDA", "OMP_", "MKL_", "KMP_", "GOMP_")
-"""Variables read while Python starts or torch imports: a call that changes one gets a fresh interpreter."""
+"""Variables read while Python starts or torch imports: the server is started with the call's."""
 
 
 class _Server:
     """The warm interpreter of this process and the lock that serialises its use."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
+        self.variables = _startup_variables(env)
         self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.lock = threading.Lock()
         request_read, self._requests = os.pipe()
@@ -125,16 +126,25 @@ _servers: dict[int, _Server] = {}
 """This process's server, by pid (a forked test process starts its own)."""
 
 
-def _server_for() -> _Server:
+def _startup_variables(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(TORCH_SENSITIVE_PREFIXES) and k != "PYTHONPATH"}
+
+
+def _server_for(env: Mapping[str, str]) -> _Server | None:
+    """This process's server, locked, started afresh if ``env``'s start-up variables are not its own.
+
+    ``None`` while another thread of this process uses it.
+    """
     server = _servers.get(os.getpid())
-    if server is None or server.proc.poll() is not None:
-        server = _servers[os.getpid()] = _Server(os.environ)
+    if server is not None and not server.lock.acquire(blocking=False):
+        return None
+    if server is None or server.proc.poll() is not None or server.variables != _startup_variables(env):
+        if server is not None:
+            server.close()
+            server.lock.release()
+        server = _servers[os.getpid()] = _Server(env)
+        server.lock.acquire()
     return server
-
-
-def _variables_differ(env: Mapping[str, str], server_env: Mapping[str, str]) -> bool:
-    keys = {k for k in (*env, *server_env) if k.startswith(TORCH_SENSITIVE_PREFIXES) and k != "PYTHONPATH"}
-    return any(env.get(k) != server_env.get(k) for k in keys)
 
 
 def _path_changes_torch(env: Mapping[str, str]) -> bool:
@@ -184,8 +194,8 @@ def _run(
 
     if python != sys.executable or _path_changes_torch(env):
         return fresh()
-    server = _server_for()
-    if _variables_differ(env, server.env) or not server.lock.acquire(blocking=False):
+    server = _server_for(env)
+    if server is None:
         return fresh()
     try:
         with tempfile.TemporaryDirectory(prefix="accelhal-warm-") as tmp:
