@@ -22,10 +22,11 @@ entry point (torch's device autoload), or another thread of the worker using the
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
+import math
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,13 +84,12 @@ class _Server:
 
     def __init__(self, env: Mapping[str, str]) -> None:
         self.variables = _startup_variables(env)
-        self.env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         self.lock = threading.Lock()
         request_read, self._requests = os.pipe()
         self._replies, reply_write = os.pipe()
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVER, str(request_read), str(reply_write)],
-            env=self.env,
+            env={k: v for k, v in env.items() if k != "PYTHONPATH"},  # each child sets its own path
             pass_fds=(request_read, reply_write),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -97,10 +97,11 @@ class _Server:
         )
         os.close(request_read)
         os.close(reply_write)
-        atexit.register(self.close)
 
     def run(self, request: dict[str, object], timeout: float) -> int | None:
         """The child's exit status (negative: the signal that ended it); ``None`` if the server is gone."""
+        if self._requests < 0:
+            return None
         try:
             os.write(self._requests, (json.dumps(request) + "\n").encode())
             ready, _, _ = select.select([self._replies], [], [], timeout + 30)
@@ -113,17 +114,25 @@ class _Server:
         return int(line)
 
     def close(self) -> None:
-        """Stop the server (its children are waited for by it, so none is left)."""
+        """Stop the server (its children are waited for by it, so none is left); a second call does nothing."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
         for fd in (self._requests, self._replies):
-            with contextlib.suppress(OSError):
+            if fd >= 0:
                 os.close(fd)
+        self._requests = self._replies = -1
 
 
 _servers: dict[int, _Server] = {}
 """This process's server, by pid (a forked test process starts its own)."""
+
+
+@atexit.register
+def _close_servers() -> None:
+    server = _servers.get(os.getpid())
+    if server is not None:
+        server.close()
 
 
 def _startup_variables(env: Mapping[str, str]) -> dict[str, str]:
@@ -202,10 +211,13 @@ def _run(
             out, err = Path(tmp, "stdout"), Path(tmp, "stderr")
             out.touch()
             err.touch()
-            request = {**what, "env": dict(env), "cwd": str(cwd or os.getcwd()), "timeout": int(timeout)}
+            alarm = max(1, math.ceil(timeout))
+            request = {**what, "env": dict(env), "cwd": str(cwd or os.getcwd()), "timeout": alarm}
             code = server.run({**request, "stdout": str(out), "stderr": str(err)}, timeout)
             if code is None:
                 return fresh()
+            if code == -signal.SIGALRM:  # as subprocess.run says a fresh child ran past its time
+                raise subprocess.TimeoutExpired(command, timeout, out.read_text(), err.read_text())
             return subprocess.CompletedProcess(command, code, out.read_text(), err.read_text())
     finally:
         server.lock.release()
