@@ -20,22 +20,71 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_gloo_worker.py"
 BENCHMARK = ROOT / "benchmarks" / "dist_bandwidth.py"
 
+TIMEOUT_SECONDS = 120
+"""How long one torchrun job may take (a few seconds when all is well, under a minute on two loaded cores)."""
+WATCHDOG_SECONDS = TIMEOUT_SECONDS - 30
+"""The gloo worker's own limit: a rank still running then prints its threads' stacks and exits 1."""
+TERMINATE_GRACE_SECONDS = 40
+"""After SIGTERM, how long torchrun gets to stop its workers (it waits 30 s before it kills them)."""
 
-def torchrun(script: Path, *args: str, nproc: int = 2, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` under ``torchrun --standalone`` (free port, local rendezvous) and check it exits 0."""
+
+def torchrun(
+    script: Path, *args: str, nproc: int = 2, timeout: float = TIMEOUT_SECONDS, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` under ``torchrun --standalone`` (free port, local rendezvous) and check it exits 0.
+
+    A job still running after ``timeout`` seconds is stopped (SIGTERM to torchrun, which passes it
+    on to its workers; then SIGKILL) and fails the test with what it printed so far.
+    """
     launcher = ("MASTER_", "RANK", "WORLD_SIZE", "LOCAL_", "GROUP_", "ROLE_", "TORCHELASTIC_")
     child = {k: v for k, v in os.environ.items() if not k.startswith(launcher)}
     child.update(env)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
-    proc = subprocess.run(
-        [*command, str(script), *args], env=child, capture_output=True, text=True, timeout=540, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
-    return proc
+    command += [str(script), *args]
+    with subprocess.Popen(
+        command, env=child, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = _stop(proc)
+            pytest.fail(
+                f"torchrun {script.name} was still running after {timeout:g} s and was stopped; what it printed "
+                f"(a rank that torchrun stopped prints its threads' stacks):\n{_tail(stdout, stderr)}"
+            )
+    assert proc.returncode == 0, _tail(stdout, stderr)
+    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+
+
+def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Stop a torchrun that ran too long and return what it printed (its workers may keep the pipes open)."""
+    proc.terminate()
+    try:
+        return proc.communicate(timeout=TERMINATE_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    try:
+        return proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired as late:  # a worker that outlived torchrun holds the pipes: take what came
+        return _text(late.stdout), _text(late.stderr)
+
+
+def _text(part: str | bytes | None) -> str:
+    return part.decode(errors="replace") if isinstance(part, bytes) else part or ""
+
+
+def _tail(stdout: str, stderr: str) -> str:
+    return f"--- stdout (tail)\n{stdout[-6000:]}\n--- stderr (tail)\n{stderr[-8000:]}"
 
 
 def test_two_process_gloo_job_through_torchrun(tmp_path: Path) -> None:
-    torchrun(WORKER, str(tmp_path), ACCELHAL_ACCELERATOR="cpu", OMP_NUM_THREADS="1")
+    torchrun(
+        WORKER,
+        str(tmp_path),
+        ACCELHAL_ACCELERATOR="cpu",
+        OMP_NUM_THREADS="1",
+        ACCELHAL_TEST_WATCHDOG_SECONDS=str(WATCHDOG_SECONDS),
+    )
 
     records = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for rank, record in enumerate(records):
@@ -78,7 +127,7 @@ def test_bandwidth_benchmark_smoke_on_cpu(tmp_path: Path) -> None:
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
 def test_nccl_benchmark_on_two_gpus(tmp_path: Path) -> None:
     out = tmp_path / "dist.json"
-    proc = torchrun(BENCHMARK, "--max-mib", "64", "--repeats", "5", "--out", str(out))
+    proc = torchrun(BENCHMARK, "--max-mib", "64", "--repeats", "5", "--out", str(out), timeout=300)
     result = json.loads(out.read_text())
     assert (result["accelerator"], result["backend"]) == ("cuda", "nccl")
     _check_benchmark_result(result, [1, 2, 4, 8, 16, 32, 64])

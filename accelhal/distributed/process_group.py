@@ -159,7 +159,28 @@ def destroy_process_group() -> None:
         _setup = None
         liveness.stop(left=True)
         if dist.is_available() and dist.is_initialized():
+            backends = _backends_of_every_group()
             dist.destroy_process_group()
+            backends.clear()  # the backends' destructors run here, without the GIL (see _backends_of_every_group)
+
+
+def _backends_of_every_group() -> list[object]:
+    """A reference to every backend of every process group, to be dropped once the groups are destroyed.
+
+    The backends' bindings release the GIL before their destructors run, so dropping the list frees
+    them without it; torch releases no GIL when a ``ProcessGroup`` takes its backends down with it,
+    which can deadlock with a gloo worker thread (``docs/distributed.md``, "Tearing down").
+    Best effort: a torch without these private members gets an empty list.
+    """
+    from torch.distributed import distributed_c10d
+
+    backends: list[object] = []
+    try:
+        for group in list(distributed_c10d._world.pg_map):
+            backends += [group._get_backend(device) for device in group._device_types]
+    except (AttributeError, RuntimeError, TypeError, ValueError) as err:
+        logger.debug("accelhal: cannot hold the process groups' backends across their teardown: %s", err)
+    return backends
 
 
 def _reconcile(launch: LaunchEnv, world_size: int | None, rank: int | None) -> tuple[int, int]:
