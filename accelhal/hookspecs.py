@@ -217,6 +217,30 @@ def backends_hook(*specs: BackendSpec) -> Callable[[Callable[[BackendSpec], None
     return accelhal_register_backends
 
 
+class BackendsPlugin:
+    """A plugin object whose ``accelhal_register_backends`` registers ``specs``: :func:`backends_hook` as an object.
+
+    Lets one module hold several plugins, one per entry point (accelhal's built-in backends
+    are declared this way in ``accelhal_backends.catalog``)::
+
+        [project.entry-points.accelhal]
+        mydev = "my_pkg.plugins:mydev"      # mydev = BackendsPlugin(SPEC) in my_pkg/plugins.py
+    """
+
+    def __init__(self, *specs: BackendSpec) -> None:
+        self.specs = specs
+        """The specs the hook registers, in order."""
+
+    @hookimpl
+    def accelhal_register_backends(self, register: Callable[[BackendSpec], None]) -> None:
+        """Register :attr:`BackendsPlugin.specs`, in order."""
+        for spec in self.specs:
+            register(spec)
+
+    def __repr__(self) -> str:
+        return f"BackendsPlugin({', '.join(spec.name for spec in self.specs)})"
+
+
 _PLUGGY_UNWRAPS = (classmethod, staticmethod, types.MethodType)
 NEEDS_PLUGGY = object()
 """What :func:`module_hook_options` answers for a value only pluggy's own search can judge."""
@@ -242,9 +266,12 @@ def module_hook_options(module: types.ModuleType, name: str) -> dict[str, Any] |
 def module_hooks(module: object, hook: str) -> list[Callable[..., Any]] | None:
     """The functions of a plugin module implementing ``hook``, found without pluggy, in namespace order.
 
-    ``None`` when ``module`` is not a module or holds a value only pluggy can judge
-    (see :func:`module_hook_options`): then the plugin must be registered with pluggy to be searched.
+    A :class:`BackendsPlugin` gives its own hook. ``None`` when ``module`` is neither, or holds a
+    value only pluggy can judge (see :func:`module_hook_options`): then the plugin must be
+    registered with pluggy to be searched.
     """
+    if type(module) is BackendsPlugin:  # exactly: a subclass may implement more hooks
+        return [module.accelhal_register_backends] if hook == "accelhal_register_backends" else []
     if not isinstance(module, types.ModuleType):
         return None
     found: list[Callable[..., Any]] = []

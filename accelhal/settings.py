@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from accelhal._record import record
 from accelhal.errors import ConfigurationError
 from accelhal.launchers import LAUNCHER_VARIABLES
-from accelhal.spec import NAME_PATTERN
+from accelhal.spec import is_backend_name
 from accelhal.text import quote, shorten
 
 
@@ -295,7 +295,7 @@ def parse_backend_name(variable: str, raw: str | None) -> str | None:
         return None
     if variable == "DS_ACCELERATOR" and value == "xpu.external":
         value = "xpu"
-    if not NAME_PATTERN.fullmatch(value):
+    if not is_backend_name(value):
         stray = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c == "_"))})
         detail = f"contains {shorten(', '.join(repr(c) for c in stray))}" if stray else "is not a valid name"
         if not stray and len(value) > 32:

@@ -36,13 +36,15 @@ from accelhal.verdict import Probe, Status, Verdict
 
 __all__ = [
     "CONTRACT_VERSION",
-    "NAME_PATTERN",
+    "NAME_PATTERN",  # noqa: F822 (compiled on first use: see __getattr__)
+    "NAME_SYNTAX",
     "SUPPORTED_CONTRACT_VERSIONS",
     "BackendSpec",
     "Capability",
     "Probe",
     "Status",
     "Verdict",
+    "is_backend_name",
 ]
 
 if TYPE_CHECKING:
@@ -85,8 +87,28 @@ def contract_version_hint(version: object, source: str) -> str | None:
     return f"ask the maintainers of {source} to declare an int contract_version (accelhal.CONTRACT_VERSION)"
 
 
-NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]{0,31}")
-"""A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_``."""
+NAME_SYNTAX = "[a-z][a-z0-9_]{0,31}"
+"""A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_`` (as a regular expression)."""
+_NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz")
+_NAME_REST = _NAME_FIRST | frozenset("0123456789_")
+
+
+def is_backend_name(value: object) -> bool:
+    """Whether ``value`` is a string that matches :data:`NAME_SYNTAX` whole (without compiling it).
+
+    >>> is_backend_name("npu"), is_backend_name("Npu"), is_backend_name("2x")
+    (True, False, False)
+    """
+    return isinstance(value, str) and 0 < len(value) <= 32 and value[0] in _NAME_FIRST and _NAME_REST.issuperset(value)
+
+
+def __getattr__(name: str) -> Any:
+    """``NAME_PATTERN``, :data:`NAME_SYNTAX` compiled, is compiled on first use (compiling costs ~0.1 ms)."""
+    if name == "NAME_PATTERN":
+        pattern = re.compile(NAME_SYNTAX)
+        globals()[name] = pattern
+        return pattern
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Capability(str, enum.Enum):
@@ -119,7 +141,7 @@ class BackendSpec:
     """One backend, as a plugin registers it through ``accelhal_register_backends``.
 
     Attributes:
-        name: the backend's name (``ACCELHAL_ACCELERATOR=<name>``); see :data:`NAME_PATTERN`.
+        name: the backend's name (``ACCELHAL_ACCELERATOR=<name>``); see :data:`NAME_SYNTAX`.
         device_type: the ``torch.device`` type string of its tensors (``"cuda"``, ``"npu"``).
         priority: higher is probed first; built-ins span 100 (cpu) to 900 (xpu).
         accelerator: the :class:`accelhal.Accelerator` subclass, or a lazy
@@ -182,10 +204,8 @@ class BackendSpec:
 
     def _problems(self) -> list[str]:
         problems: list[str] = []
-        if not isinstance(self.name, str) or not NAME_PATTERN.fullmatch(self.name):
-            problems.append(
-                f"name must match {NAME_PATTERN.pattern} (lowercase letters, digits, '_'), got {self.name!r}"
-            )
+        if not is_backend_name(self.name):
+            problems.append(f"name must match {NAME_SYNTAX} (lowercase letters, digits, '_'), got {self.name!r}")
         if not isinstance(self.device_type, str) or not self.device_type.isidentifier():
             problems.append(f"device_type must be a torch device type such as 'cuda', got {self.device_type!r}")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int):
@@ -205,7 +225,7 @@ class BackendSpec:
         for name in ("hint", "device_check_command"):
             if not isinstance(getattr(self, name), str):
                 problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
-        if self.replaces is not None and not NAME_PATTERN.fullmatch(str(self.replaces)):
+        if self.replaces is not None and not is_backend_name(str(self.replaces)):
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):
             problems.append(f"contract_version must be an int, got {self.contract_version!r}")

@@ -151,7 +151,7 @@ def test_detection_creates_no_cuda_context() -> None:
 
 BACKEND_PACKAGES_ARE_TORCH_FREE = """
 import importlib, json, sys
-for name in ("cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "supa", "musa", "mps", "xla", "generic"):
+for name in ("catalog", "cuda", "xpu", "npu", "hpu", "mlu", "mps", "xla", "generic", "builtin_ops"):
     importlib.import_module(f"accelhal_backends.{name}")
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {"torch", "torch_npu", "pydantic", "rich"})))
 """

@@ -94,6 +94,24 @@ def test_an_edit_to_a_cached_plugins_entry_points_is_seen(cache_home: Path, site
     assert cache_files(cache_home)
     (info / "entry_points.txt").write_text("[accelhal]\nrenamed = acme_one\n")
     assert [ep.name for ep in find("accelhal") if ep.value == "acme_one"] == ["renamed"]
+    assert [ep.name for ep in find("accelhal") if ep.value == "acme_one"] == ["renamed"]  # the healed record
+    (info / "entry_points.txt").write_text("[accelhal]\nnewname = acme_one\n")  # the same size, a later time
+    found = [ep for ep in find("accelhal") if ep.value == "acme_one"]
+    assert [ep.name for ep in found] == ["newname"]
+    assert found[0].dist is not None and found[0].dist.name == "acme-one"
+
+
+def test_entry_points_served_from_the_cache_carry_their_distribution(cache_home: Path, site: Path) -> None:
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\nsecond = acme_one.more:plugin\n")
+    age(site)
+    importlib.invalidate_caches()
+    first = find("accelhal")
+    assert cache_files(cache_home)
+    again = find("accelhal")
+    assert as_tuples(again) == as_tuples(first) == reference("accelhal")
+    acme = [ep for ep in again if ep.value.startswith("acme_one")]
+    assert [(ep.dist.name, ep.dist.version) for ep in acme if ep.dist is not None] == [("acme-one", "1.0")] * 2
+    assert acme[1].attr == "plugin" and acme[1].module == "acme_one.more"
 
 
 def test_a_fresh_whole_second_modification_time_is_never_cached(cache_home: Path, site: Path) -> None:

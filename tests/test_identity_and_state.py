@@ -152,12 +152,24 @@ def _device_module_specs() -> list[object]:
 
 
 @pytest.mark.parametrize("spec", _device_module_specs(), ids=lambda s: s.name)  # type: ignore[attr-defined]
-def test_each_identity_fact_is_written_once_in_its_package(spec: object) -> None:
+def test_each_identity_fact_is_written_once_in_the_catalog(spec: object) -> None:
+    """A built-in backend's identity facts are written once in the catalog (outside the other backends' entries).
+
+    Its own package (``accelhal_backends/<name>/``, the accelerator class and probe) reads them from the spec.
+    """
+    import accelhal_backends.catalog as catalog
     from accelhal.spec import BackendSpec
 
     assert isinstance(spec, BackendSpec)
-    package = Path(sys.modules[f"accelhal_backends.{spec.name}"].__file__ or "").parent
-    source = "".join(path.read_text() for path in package.glob("*.py"))
+    assert getattr(catalog, spec.name.upper()) is spec
+    source = Path(catalog.__file__).read_text()
+    own = source
+    for name, other in vars(catalog).items():
+        if isinstance(other, BackendSpec) and other is not spec:
+            start = source.index(f"\n{name} = ")
+            own = own.replace(source[start : source.index("\n)\n", start)], "")  # the declaration, to its ")"
+    package = Path(catalog.__file__).parent / spec.name
+    package_source = "".join(path.read_text() for path in package.glob("*.py"))
     # defaults are not written at all; a module that is its package is written once, as the package
     expected = {
         spec.comm_backend: int(spec.comm_backend != "gloo"),
@@ -165,8 +177,9 @@ def test_each_identity_fact_is_written_once_in_its_package(spec: object) -> None
     }
     expected.update(dict.fromkeys(spec.visible_devices_envs, 1))
     for fact, times in expected.items():
-        written = source.count(f'"{fact}"')
-        assert written == times, f"{fact!r} is written {written} times in {package}, expected {times}"
+        written = own.count(f'"{fact}"')
+        assert written == times, f"{fact!r} is written {written} times for {spec.name} in the catalog, expected {times}"
+        assert f'"{fact}"' not in package_source, f"{fact!r} is written again in {package}"
 
 
 def test_report_environment_and_settings_list_every_variable_read() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.ops.builder import Compatibility, OpBuilder
 from accelhal.plugins import Registry, describe_exception, registry
-from accelhal.spec import NAME_PATTERN
+from accelhal.spec import is_backend_name
 
 
 class NotImplementedBuilder:
@@ -113,7 +113,7 @@ def _ask_new_plugins(state: _Resolved) -> None:
 
 
 def _add(state: _Resolved, plugin: str, backend: Any, builder_class: Any) -> None:
-    if not isinstance(backend, str) or not NAME_PATTERN.fullmatch(backend):
+    if not is_backend_name(backend):
         state.registry.fail(plugin, "op-builders", f"register() needs a backend name first, got {backend!r}")
         return
     if not (isinstance(builder_class, type) and issubclass(builder_class, OpBuilder)):

@@ -1,7 +1,10 @@
 """accelhal's built-in backends, each registered through the ``accelhal`` entry-point group.
 
-Each backend is a package: ``<name>/__init__.py`` holds its
-:class:`~accelhal.BackendSpec`, its probe and its hook implementation, and imports
-neither torch nor a vendor runtime; ``<name>/accelerator.py`` holds the accelerator
-class, imported only when the backend is chosen.
+:mod:`accelhal_backends.catalog` declares every named backend's
+:class:`~accelhal.BackendSpec` and the plugin its entry point names, and imports neither
+torch nor a vendor runtime. A backend's package ``<name>/`` holds what is imported only
+when it matters: ``<name>/accelerator.py``, the accelerator class, when the backend is
+chosen; a probe that does more than count devices (``cuda/__init__.py``,
+``xla/detection.py``), when it runs. The generic backend (``generic/``) and the op builders
+(``builtin_ops/``) are plugin modules of their own.
 """

@@ -78,7 +78,7 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
         module.default_generators = runtime.__getattr__("default_generators")
     if vendor.answers_cuda:
         simulated.answer_cuda(module)
-    spec = importlib.import_module(f"accelhal_backends.{vendor_name}").SPEC
+    spec = getattr(importlib.import_module("accelhal_backends.catalog"), vendor_name.upper())
     collectives.register(vendor.device_type, spec.comm_backend)
     return module
 

@@ -18,22 +18,44 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from accelhal import launcher, launchers
+from accelhal import launchers
 from accelhal.arguments import check_device_in_range, check_device_index, check_seed
 from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError
-from accelhal.launcher import local_rank as _local_rank
-from accelhal_backends.cpu import SPEC
+from accelhal_backends.catalog import CPU as SPEC
 
 if TYPE_CHECKING:
     import psutil
 
 _NODE_DIR = Path("/sys/devices/system/node")
+
+
+def _first_local_rank() -> tuple[int, str] | None:
+    """:func:`accelhal.launcher.local_rank`, which replaces this function: the launcher is imported at first use."""
+    global _local_rank
+    from accelhal.launcher import local_rank
+
+    _local_rank = local_rank
+    return local_rank()
+
+
+def _first_local_size() -> tuple[int, str] | None:
+    """:func:`accelhal.launcher.local_size`, which replaces this function (as :func:`_first_local_rank`)."""
+    global _local_size
+    from accelhal.launcher import local_size
+
+    _local_size = local_size
+    return local_size()
+
+
+_local_rank: Callable[[], tuple[int, str] | None] = _first_local_rank
+_local_size: Callable[[], tuple[int, str] | None] = _first_local_size
 
 
 def _numa_nodes_with_cpus() -> int:
@@ -115,7 +137,7 @@ class CpuAccelerator(Accelerator):
 
     def device_count(self) -> int:
         """The launcher's local world size (``LOCAL_SIZE``, ``LOCAL_WORLD_SIZE``, ...), else NUMA nodes with CPUs."""
-        found = launcher.local_size()
+        found = _local_size()
         if found is not None:
             return found[0]
         if self._numa_nodes is None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from accelhal.hookspecs import backends_hook
 from accelhal.probing import probe_device_module
-from accelhal.spec import BackendSpec, Status, Verdict
+from accelhal.spec import Status, Verdict
+from accelhal_backends.catalog import CUDA as SPEC
 
 if TYPE_CHECKING:
     from accelhal_backends.cuda.flavour import Replacement
@@ -67,19 +67,3 @@ def probe() -> Verdict:
     if verdict.status in (Status.AVAILABLE, Status.NO_DEVICE):
         return Verdict(verdict.status, f"{verdict.reason}; CUDA flavour: {flavour(torch).label}", verdict.hint)
     return verdict
-
-
-SPEC = BackendSpec.for_device_module(
-    "cuda",
-    priority=300,
-    accelerator="accelhal_backends.cuda.accelerator:CudaAccelerator",
-    probe=probe,
-    comm_backend="nccl",
-    visible_devices_envs=("CUDA_VISIBLE_DEVICES",),
-    export_envs=("NCCL",),
-    hint="install a CUDA (or ROCm) build of torch and the NVIDIA (or AMD) driver",
-    device_check_command="nvidia-smi",
-    description="NVIDIA GPUs (CUDA) and AMD GPUs (ROCm/HIP) through torch.cuda; NCCL/RCCL collectives",
-)
-
-accelhal_register_backends = backends_hook(SPEC)

@@ -29,7 +29,7 @@ import torch
 
 from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
 from accelhal.spec import Capability
-from accelhal_backends.cuda import SPEC
+from accelhal_backends.catalog import CUDA as SPEC
 from accelhal_backends.cuda.flavour import flavour
 
 

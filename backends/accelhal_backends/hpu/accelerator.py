@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from accelhal.device_module import DeviceModuleAccelerator
-from accelhal_backends.hpu import SPEC
+from accelhal_backends.catalog import HPU as SPEC
 
 
 class HpuAccelerator(DeviceModuleAccelerator):

@@ -25,7 +25,7 @@ from accelhal.arguments import check_device_index
 from accelhal.contract import Accelerator
 from accelhal.device_module import DeviceModuleAccelerator
 from accelhal.spec import Capability
-from accelhal_backends.mps import SPEC
+from accelhal_backends.catalog import MPS as SPEC
 
 
 def _macos_major() -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
 from accelhal.spec import Capability
-from accelhal_backends.npu import SPEC
+from accelhal_backends.catalog import NPU as SPEC
 
 ACL_SUCCESS = 0
 ACL_HOST_REG_MAPPED = 0x2

@@ -41,8 +41,9 @@ from accelhal.arguments import check_device_in_range, check_device_index, check_
 from accelhal.contract import Accelerator
 from accelhal.errors import BackendUnavailableError, UnsupportedFeatureError
 from accelhal.spec import Capability
+from accelhal_backends.catalog import XLA as SPEC
 from accelhal_backends.cpu.accelerator import CpuAccelerator
-from accelhal_backends.xla import SPEC, detection
+from accelhal_backends.xla import detection
 
 TORCH_XLA_DEFAULT_SEED = 101
 """The seed torch_xla gives every device until one is set (``xm.get_rng_state()`` in a fresh process)."""

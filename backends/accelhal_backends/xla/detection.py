@@ -37,7 +37,7 @@ from pathlib import Path
 
 from accelhal.entry_points import find as find_entry_points
 from accelhal.verdict import Verdict
-from accelhal_backends.xla import INSTALL_HINT
+from accelhal_backends.catalog import XLA_INSTALL_HINT as INSTALL_HINT
 
 PJRT_DEVICE = "PJRT_DEVICE"
 """torch_xla's variable naming the PJRT client (the device type) of the process."""
