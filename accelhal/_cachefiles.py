@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,18 @@ def cache_root() -> Path | None:
 
 
 def read_json(path: Path) -> Any:
-    """The JSON value in ``path``, or ``None`` when it is missing, damaged or someone else's."""
+    """The JSON value in ``path``, or ``None`` when it is missing, damaged, not a regular file or someone else's."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            if hasattr(os, "getuid") and os.fstat(handle.fileno()).st_uid != os.getuid():
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the process
+    except OSError:
+        return None
+    try:
+        with open(descriptor, encoding="utf-8") as handle:
+            found = os.fstat(handle.fileno())
+            if not stat.S_ISREG(found.st_mode) or (hasattr(os, "getuid") and found.st_uid != os.getuid()):
                 return None
             return json.load(handle)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: JSON nested beyond the parser's depth
         return None
 
 

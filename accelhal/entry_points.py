@@ -10,10 +10,10 @@ CPython's full garbage collection, which after ``import torch`` alone costs ~0.1
 distribution directories carry the group, in a small JSON file keyed by the
 ``sys.path`` entries and their modification times; installing or removing any
 distribution changes its directory's modification time, so the next process scans
-again. On a hit only those few directories' ``entry_points.txt`` are looked at: each
-file's entry points of the group are recorded with its modification time and size, and
-the file is parsed again whenever either differs (so edits to a plugin's entry points are
-always seen; parsing costs ~0.2 ms a file, a ``stat`` microseconds). The cache is skipped, and every process
+again. On a hit only those few directories' ``entry_points.txt`` are read: each file's
+entry points of the group are recorded with its text, and the file is parsed again
+whenever its text differs (so edits to a plugin's entry points are always seen; reading a
+file costs microseconds, parsing it ~0.2 ms). The cache is skipped, and every process
 scans, whenever it cannot be trusted: a ``sys.path`` entry with a whole-second
 modification time (a coarse file system) modified in the last two seconds (a change
 within the same tick could go unnoticed), a distribution not
@@ -53,7 +53,7 @@ from typing import Any
 
 from accelhal._cachefiles import cache_root, read_json, write_json
 
-_FORMAT = 2
+_FORMAT = 3
 _RACY_SECONDS = 2.0
 _KEEP_FILES = 32
 """Cache files kept (the most recently written): one per distinct ``sys.path``, so the
@@ -86,42 +86,45 @@ def find(group: str, *, refresh: bool = False) -> list[metadata.EntryPoint]:
 
 
 def _entry_points_of(directory: str, group: str, cached: Any) -> tuple[list[metadata.EntryPoint], list[Any] | None]:
-    """The entry points of ``group`` in the distribution ``directory``, and what to cache of them.
+    """The entry points of ``group`` in the distribution ``directory``, and what to record of them.
 
-    ``cached`` is ``[mtime_ns, size, [[name, value], ...]]`` of the distribution's
-    ``entry_points.txt`` as recorded; while the file's time and size are those, the pairs
-    are the answer (parsing the file costs ~0.2 ms, a ``stat`` microseconds). Otherwise the
-    file is parsed, and the second value is the new record (``None`` when the recorded one held,
-    or when the file changed while it was read).
+    ``cached`` is ``[text, [[name, value], ...]]``: the distribution's ``entry_points.txt``
+    as it was recorded, and its entry points of the group. While the file holds that text
+    the pairs are the answer (reading it costs microseconds, parsing it ~0.2 ms); a pair
+    that is not a ``name = value`` line of the text is not believed. Otherwise the file is parsed,
+    and the second value is the new record (``None`` when the recorded one held).
     """
     dist = metadata.PathDistribution(Path(directory))
-    before = _file_stamp(Path(directory, "entry_points.txt"))
-    if before is not None and isinstance(cached, list) and len(cached) == 3 and cached[:2] == before:
-        pairs = cached[2]
-        if isinstance(pairs, list) and pairs and all(isinstance(p, list) and len(p) == 2 for p in pairs):
-            return [_attached(metadata.EntryPoint(str(n), str(v), group), dist) for n, v in pairs], None
+    text = dist.read_text("entry_points.txt")
+    if text and _believable(cached, text):
+        return [_attached(metadata.EntryPoint(name, value, group), dist) for name, value in cached[1]], None
     points = list(dist.entry_points.select(group=group))
-    after = _file_stamp(Path(directory, "entry_points.txt"))
-    record = [*after, [[ep.name, ep.value] for ep in points]] if after is not None and after == before else None
-    return points, record
+    return points, ([text, [[ep.name, ep.value] for ep in points]] if text else None)
+
+
+def _believable(cached: Any, text: str) -> bool:
+    """Whether ``cached`` is a record of ``text``: that text, and pairs each a ``name = value`` line of it."""
+    if not (isinstance(cached, list) and len(cached) == 2 and cached[0] == text and isinstance(cached[1], list)):
+        return False
+    written = {
+        (name.strip(), value.strip())
+        for name, equals, value in (line.partition("=") for line in text.splitlines())
+        if equals
+    }
+    pairs = cached[1]
+    return bool(pairs) and all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and all(isinstance(part, str) for part in pair)
+        and tuple(pair) in written
+        for pair in pairs
+    )
 
 
 def _attached(ep: metadata.EntryPoint, dist: metadata.Distribution) -> metadata.EntryPoint:
     """``ep`` with its distribution, as ``importlib.metadata`` attaches it when it parses the file."""
     attach = getattr(ep, "_for", None)
     return attach(dist) if callable(attach) else ep
-
-
-def _file_stamp(path: Path) -> list[int] | None:
-    """``[mtime_ns, size]`` of ``path``, or ``None`` when missing or too recent to be told apart from a later edit."""
-    try:
-        found = os.stat(path)
-    except OSError:
-        return None
-    mtime = found.st_mtime_ns
-    if mtime % 1_000_000_000 == 0 and time.time_ns() - mtime < _RACY_SECONDS * 1e9:
-        return None  # whole-second times: a change within the same tick could go unnoticed
-    return [mtime, found.st_size]
 
 
 def _select(dists: list[metadata.Distribution], group: str) -> list[metadata.EntryPoint]:

@@ -238,7 +238,7 @@ class BackendsPlugin:
             register(spec)
 
     def __repr__(self) -> str:
-        return f"BackendsPlugin({', '.join(spec.name for spec in self.specs)})"
+        return f"BackendsPlugin({', '.join(str(getattr(spec, 'name', None) or repr(spec)) for spec in self.specs)})"
 
 
 _PLUGGY_UNWRAPS = (classmethod, staticmethod, types.MethodType)

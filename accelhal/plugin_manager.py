@@ -26,7 +26,8 @@ class Manager(pluggy.PluginManager):
     can carry pluggy's marker unless it is a ``classmethod``/``staticmethod``/bound method,
     so every other value of a module's namespace is skipped without pluggy's search
     (:func:`accelhal.hookspecs.module_hook_options`); those few and every non-module plugin
-    go to pluggy's own.
+    go to pluggy's own, but a :class:`~accelhal.hookspecs.BackendsPlugin`, whose one hook is
+    known (eleven of them are built in).
     """
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
@@ -35,6 +36,8 @@ class Manager(pluggy.PluginManager):
             options = hookspecs.module_hook_options(plugin, name)
             if options is not hookspecs.NEEDS_PLUGGY:
                 return options
+        elif type(plugin) is hookspecs.BackendsPlugin:  # exactly: a subclass may implement more hooks
+            return super().parse_hookimpl_opts(plugin, name) if name == "accelhal_register_backends" else None
         return super().parse_hookimpl_opts(plugin, name)
 
 
