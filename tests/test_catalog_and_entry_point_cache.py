@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from accelhal.entry_points import find
+from tests import warm
 
 BUILT_IN_BACKENDS = {"cpu", "cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps", "supa", "musa", "xla"}
 
@@ -128,6 +129,10 @@ def run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProc
     full.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(tmp_path / "site"), **env)
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
+    if args[0] == "-m":  # forked from the warm interpreter where that is the same as a fresh one (tests/warm.py)
+        return warm.run_module(args[1], args[2:], full, sys.executable, timeout=300, cwd=work)
+    if args[0] == "-c":
+        return warm.run_code(args[1], args[2:], full, sys.executable, timeout=300, cwd=work)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=full, cwd=work, check=False)
 
 
