@@ -81,7 +81,9 @@ def find(group: str, *, refresh: bool = False) -> list[metadata.EntryPoint]:
     dists, cacheable = _scan(group)
     if cache is not None and signature is not None and cacheable and dists and _signature() == signature:
         directories = [str(getattr(d, "_path", "")) for d in dists]
-        _write_cache(cache, signature, directories, {}, [_entry_points_of(d, group, None) for d in directories])
+        found = [_entry_points_of(d, group, None) for d in directories]  # each file parsed once, and recorded
+        _write_cache(cache, signature, directories, {}, found)
+        return [ep for points, _ in found for ep in points]
     return _select(dists, group)
 
 

@@ -243,18 +243,25 @@ class BackendsPlugin:
 
 _PLUGGY_UNWRAPS = (classmethod, staticmethod, types.MethodType)
 NEEDS_PLUGGY = object()
-"""What :func:`module_hook_options` answers for a value only pluggy's own search can judge."""
+"""What :func:`hook_options` answers for a value only pluggy's own search can judge."""
+_BACKENDS_HOOK = "accelhal_register_backends"
 
 
-def module_hook_options(module: types.ModuleType, name: str) -> dict[str, Any] | object | None:
-    """The :data:`hookimpl` options of ``module.<name>`` read from the module's namespace, without pluggy.
+def hook_options(plugin: object, name: str) -> dict[str, Any] | object | None:
+    """The :data:`hookimpl` options of ``plugin.<name>``, found without pluggy's search; ``None`` for no hook.
 
-    In a module only a plain function, a ``classmethod``, a ``staticmethod`` or a bound method
-    can carry pluggy's mark: a plain function's options are returned (``None`` when unmarked),
-    any other value is no hook (``None``), and the other three are :data:`NEEDS_PLUGGY`
-    (pluggy unwraps them its own way). Nothing is evaluated: no module ``__getattr__``, no property.
+    A module's are read from its namespace: only a plain function, a ``classmethod``, a
+    ``staticmethod`` or a bound method can carry pluggy's mark there; a plain function's
+    options are returned, any other value is no hook, and the other three are
+    :data:`NEEDS_PLUGGY` (pluggy unwraps them its own way). Nothing is evaluated: no module
+    ``__getattr__``, no property. A :class:`BackendsPlugin` (exactly that class: a subclass may
+    implement more) has its one hook. Any other plugin is :data:`NEEDS_PLUGGY`.
     """
-    value = module.__dict__.get(name)
+    if type(plugin) is BackendsPlugin:
+        return BackendsPlugin.accelhal_register_backends.__dict__[IMPL_ATTRIBUTE] if name == _BACKENDS_HOOK else None
+    if not isinstance(plugin, types.ModuleType):
+        return NEEDS_PLUGGY
+    value = plugin.__dict__.get(name)
     if isinstance(value, types.FunctionType):
         options = value.__dict__.get(IMPL_ATTRIBUTE)
         return options if isinstance(options, dict) else None
@@ -263,23 +270,20 @@ def module_hook_options(module: types.ModuleType, name: str) -> dict[str, Any] |
     return None
 
 
-def module_hooks(module: object, hook: str) -> list[Callable[..., Any]] | None:
-    """The functions of a plugin module implementing ``hook``, found without pluggy, in namespace order.
+def plugin_hooks(plugin: object, hook: str) -> list[Callable[..., Any]] | None:
+    """The callables of ``plugin`` implementing ``hook``, found by :func:`hook_options`, in namespace order.
 
-    A :class:`BackendsPlugin` gives its own hook. ``None`` when ``module`` is neither, or holds a
-    value only pluggy can judge (see :func:`module_hook_options`): then the plugin must be
+    ``None`` when a name of the plugin needs pluggy's own search: the plugin must then be
     registered with pluggy to be searched.
     """
-    if type(module) is BackendsPlugin:  # exactly: a subclass may implement more hooks
-        return [module.accelhal_register_backends] if hook == "accelhal_register_backends" else []
-    if not isinstance(module, types.ModuleType):
+    names = (_BACKENDS_HOOK,) if type(plugin) is BackendsPlugin else getattr(plugin, "__dict__", None)
+    if names is None or not isinstance(plugin, (types.ModuleType, BackendsPlugin)):
         return None
     found: list[Callable[..., Any]] = []
-    for name, value in list(module.__dict__.items()):  # module_hook_options, inlined: a module has many names
-        if isinstance(value, types.FunctionType):
-            options = value.__dict__.get(IMPL_ATTRIBUTE)
-            if isinstance(options, dict) and (options.get("specname") or name) == hook:
-                found.append(value)
-        elif isinstance(value, _PLUGGY_UNWRAPS):
+    for name in list(names):
+        options = hook_options(plugin, name)
+        if options is NEEDS_PLUGGY:
             return None
+        if isinstance(options, dict) and (options.get("specname") or name) == hook:
+            found.append(getattr(plugin, name))
     return found

@@ -336,7 +336,7 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
             return
         finally:
             entry.output = printed.text
-        hooks = hookspecs.module_hooks(plugin, "accelhal_register_backends") if entry.builtin else None
+        hooks = hookspecs.plugin_hooks(plugin, "accelhal_register_backends") if entry.builtin else None
         if hooks is None:
             manager = registry.manager
             try:

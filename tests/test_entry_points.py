@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.metadata as metadata
 import json
@@ -9,7 +10,9 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,6 +102,10 @@ def test_an_edit_to_a_cached_plugins_entry_points_is_seen(cache_home: Path, site
     found = [ep for ep in find("accelhal") if ep.value == "acme_one"]
     assert [ep.name for ep in found] == ["newname"]
     assert found[0].dist is not None and found[0].dist.name == "acme-one"
+    before = (info / "entry_points.txt").stat()
+    (info / "entry_points.txt").write_text("[accelhal]\nnewnamf = acme_one\n")  # the same size and time (cp -p)
+    os.utime(info / "entry_points.txt", ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert [ep.name for ep in find("accelhal") if ep.value == "acme_one"] == ["newnamf"]
 
 
 def test_entry_points_served_from_the_cache_carry_their_distribution(cache_home: Path, site: Path) -> None:
@@ -296,3 +303,134 @@ def test_name_and_version_agree_with_the_full_metadata_parse(tmp_path: Path) -> 
     for dist in dists:
         meta = dist.metadata
         assert name_and_version(dist) == (meta["Name"] or "?", meta["Version"] or "?"), dist
+
+
+def the_record(home: Path, dist_name: str) -> tuple[Path, dict[str, Any], str]:
+    """The one cache file, its data and the key of ``dist_name``'s recorded parse in it."""
+    (path,) = cache_files(home)
+    data = json.loads(path.read_text())
+    (key,) = [d for d in data["parsed"] if Path(d).name.startswith(f"{dist_name}-")]
+    return path, data, key
+
+
+# ------------------------------------------------------------------ the recorded parses of the cache
+
+
+def damage_parsed(data: dict[str, Any], key: str) -> None:
+    data["parsed"] = [1, 2]
+
+
+def damage_record(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key] = {"mtime": 1}
+
+
+def damage_pairs(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = ["one", "acme_one"]
+
+
+def damage_pair_length(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = [["one", "acme_one", "extra"]]
+
+
+def damage_empty_pairs(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = []
+
+
+def damage_text(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][0] = "[accelhal]\none = acme_elsewhere\n"  # a record of another text
+
+
+def damage_text_type(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][0] = 590
+
+
+def damage_pair_of_fragments(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = [["one", "acme"]]  # both strings occur in the text, but no line says one = acme
+
+
+def damage_invented_pair(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = [*data["parsed"][key][-1], ["evil", "acme_evil"]]  # not in the text
+
+
+def damage_pair_of_null(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = [[1, None]]
+
+
+def damage_pair_of_containers(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key][-1] = [[{"a": 1}, ["b"]]]
+
+
+def damage_record_length(data: dict[str, Any], key: str) -> None:
+    data["parsed"][key].append(0)
+
+
+def damage_unlisted(data: dict[str, Any], key: str) -> None:
+    data["parsed"]["/nowhere/acme_ghost-1.0.dist-info"] = [
+        "[accelhal]\nghost = acme_ghost\n",
+        [["ghost", "acme_ghost"]],
+    ]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        damage_parsed,
+        damage_record,
+        damage_pairs,
+        damage_pair_length,
+        damage_empty_pairs,
+        damage_text,
+        damage_text_type,
+        damage_invented_pair,
+        damage_pair_of_fragments,
+        damage_pair_of_null,
+        damage_pair_of_containers,
+        damage_record_length,
+        damage_unlisted,
+    ],
+    ids=lambda f: f.__name__.removeprefix("damage_"),
+)
+def test_a_damaged_recorded_parse_is_ignored_and_healed(
+    cache_home: Path, site: Path, damage: Callable[[dict[str, Any], str], None]
+) -> None:
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    age(site)
+    importlib.invalidate_caches()
+    expected = reference("accelhal")
+    assert as_tuples(find("accelhal")) == expected
+    path, data, key = the_record(cache_home, "acme_one")
+    good = copy.deepcopy(data["parsed"][key])
+    damage(data, key)
+    path.write_text(json.dumps(data))
+    assert as_tuples(find("accelhal")) == expected
+    assert json.loads(path.read_text())["parsed"][key] == good
+    assert as_tuples(find("accelhal")) == expected
+
+
+def test_a_damaged_record_of_accelhal_itself_cannot_break_selection_in_a_fresh_process(
+    cache_home: Path, tmp_path: Path
+) -> None:
+    """A null value recorded for cpu once made every later process fail: 'not even the cpu fallback'."""
+    code = "import accelhal; print(accelhal.get_accelerator().name)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELHAL_")}
+    env.update(XDG_CACHE_HOME=str(cache_home))
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert first.stdout.split() == ["cpu"], first.stderr
+    path, data, key = the_record(cache_home, "accelhal")
+    data["parsed"][key][-1] = [[name, None if name == "cpu" else value] for name, value in data["parsed"][key][-1]]
+    path.write_text(json.dumps(data))
+    again = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout.split() == ["cpu"], again.stderr[-2000:]
+    assert json.loads(path.read_text())["parsed"][key][-1] != data["parsed"][key][-1]  # the record was rewritten
+
+
+def test_a_deeply_nested_cache_file_is_ignored_and_replaced(cache_home: Path, site: Path) -> None:
+    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    age(site)
+    importlib.invalidate_caches()
+    expected = reference("accelhal")
+    assert as_tuples(find("accelhal")) == expected
+    (path,) = cache_files(cache_home)
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    assert as_tuples(find("accelhal")) == expected
+    assert json.loads(path.read_text())["directories"]
