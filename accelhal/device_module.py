@@ -92,7 +92,7 @@ def _module_function(name: str, namespace: str = "_m") -> Any:
     contract = getattr(Accelerator, name)
     member.__name__ = member.__qualname__ = name
     member.__doc__ = f"{inspect.getdoc(contract)} The device module's ``{name}``, called directly."
-    member.__signature__ = inspect.signature(contract)  # type: ignore[attr-defined]  # the contract's arguments
+    member.__wrapped__ = contract  # type: ignore[attr-defined]  # inspect.signature gives the contract's arguments
     member._accelhal_module_function = namespace  # type: ignore[attr-defined]
     return member
 

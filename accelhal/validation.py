@@ -94,6 +94,9 @@ def _parameter_names(func: Callable[..., Any]) -> tuple[str, ...]:
     declared = getattr(func, "__signature__", None)
     if isinstance(declared, inspect.Signature):  # a declared signature is what inspect.signature returns
         return tuple(declared.parameters)
+    wrapped = getattr(func, "__wrapped__", None)
+    if declared is None and inspect.isfunction(func) and inspect.isfunction(wrapped):
+        return _parameter_names(wrapped)  # inspect.signature follows __wrapped__ to the function it names
     code = getattr(func, "__code__", None)
     if code is None or hasattr(func, "__wrapped__") or declared is not None:
         return tuple(inspect.signature(func).parameters)
