@@ -33,6 +33,9 @@ if TYPE_CHECKING:
         from typing import dataclass_transform
     else:
         from typing_extensions import dataclass_transform
+
+    _T = TypeVar("_T")  # type variables of annotations only: creating them costs the first call
+    _C = TypeVar("_C", bound=type)
 else:
 
     def dataclass_transform(**_options: object) -> Callable[[Any], Any]:
@@ -40,8 +43,6 @@ else:
         return lambda decorated: decorated
 
 
-_T = TypeVar("_T")
-_C = TypeVar("_C", bound=type)
 _MISSING: Any = object()
 
 

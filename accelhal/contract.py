@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from accelhal.compiling import CompileChoice
     from accelhal.report import AcceleratorInfo
 
-_T = TypeVar("_T")
+    _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
 
 TensorFactory = Callable[..., torch.Tensor]
 """What the ``*Tensor`` properties return: ``factory(data) -> tensor`` on the accelerator."""

@@ -40,7 +40,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 
@@ -50,7 +50,8 @@ from accelhal.errors import BackendUnavailableError
 from accelhal.probing import import_device_module
 from accelhal.spec import Capability
 
-_T = TypeVar("_T")
+if TYPE_CHECKING:
+    _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
 _V = TypeVar("_V")
 
 DEVICE_CAPABILITIES: frozenset[Capability] = frozenset(

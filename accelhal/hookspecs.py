@@ -27,8 +27,10 @@ import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # type variables of annotations only: creating them costs the first call
     from accelhal.spec import BackendSpec
+
+    _F = TypeVar("_F", bound=Callable[..., Any])
 
 PROJECT_NAME = "accelhal"
 """The pluggy project name and the entry-point group."""
@@ -37,8 +39,6 @@ IMPL_ATTRIBUTE = PROJECT_NAME + "_impl"
 """The attribute :data:`hookimpl` sets on a function: pluggy's hook-implementation options."""
 SPEC_ATTRIBUTE = PROJECT_NAME + "_spec"
 """The attribute :data:`hookspec` sets on a function: pluggy's hook-specification options."""
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class _Marker:

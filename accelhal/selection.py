@@ -42,8 +42,9 @@ if TYPE_CHECKING:
     from accelhal.contract import Accelerator
     from accelhal.report import DetectionReport
 
+    _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
+
 logger = logging.getLogger("accelhal")
-_T = TypeVar("_T")
 
 _active: Accelerator | None = None
 _decision: Decision | None = None
