@@ -7,6 +7,7 @@
     python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
     python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, compile, start-up
     python3 -m benchmarks --suite compile     # torch.compile's compiled / eager step on the active backend
+    python3 -m benchmarks --gpu --page-from DIR  # RESULTS-gpu.md from the JSON that runs of --suite left in DIR
 
 JSON goes to ``--out`` (default ``benchmarks/results/``, git-ignored). A full CPU run
 regenerates ``benchmarks/RESULTS.md`` and ``benchmarks/member-ratios.png``; a ``--gpu``
@@ -21,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.method import Method
 from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
@@ -51,7 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu", action="store_true", help="the GPU part (needs a CUDA device)")
     parser.add_argument("--quick", action="store_true", help="fewer repeats; does not rewrite RESULTS.md")
     parser.add_argument("--out", type=Path, default=HERE / "results", help="where the JSON files go")
+    parser.add_argument(
+        "--page-from",
+        type=Path,
+        metavar="DIR",
+        help="run nothing: write the results page of --gpu (or of the CPU suites) from DIR's JSON files, "
+        "which separate runs of --suite may have written",
+    )
     args = parser.parse_args(argv)
+    if args.page_from is not None:
+        return _page_from(args.page_from, args.suite or list(GPU_SUITES if args.gpu else CPU_SUITES), args.gpu)
 
     method = Method.quick() if args.quick else Method()
     names = args.suite or list(GPU_SUITES if args.gpu else CPU_SUITES)
@@ -72,16 +83,33 @@ def main(argv: list[str] | None = None) -> int:
     targets = [t for r in results for t in r.targets]
     print("\n== Targets")
     print(text_table(*target_table(targets)))
-    page_dir = args.out if args.gpu else HERE
     if not args.quick and (args.gpu or args.suite is None):
-        suffix = "-gpu" if args.gpu else ""
-        title = "per-member ratio on " + (env.get("gpu") or env["machine"])
-        picture = chart(results, page_dir / f"member-ratios{suffix}.png", title)
-        command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
-        page = results_markdown(results, env, method.as_dict(), picture.name if picture else None, command)
-        (page_dir / f"RESULTS{suffix}.md").write_text(page)
-        print(f"wrote {page_dir / f'RESULTS{suffix}.md'}" + (f" and {picture}" if picture else ""))
+        _write_page(results, env, method.as_dict(), args.out if args.gpu else HERE, args.gpu)
     return 0 if all(t.passed for t in targets) else 1
+
+
+def _write_page(
+    results: list[SuiteResult], env: dict[str, str], method: dict[str, Any], where: Path, gpu: bool
+) -> None:
+    """``RESULTS.md`` (``RESULTS-gpu.md`` for ``gpu``) and the member chart, in ``where``."""
+    suffix = "-gpu" if gpu else ""
+    title = "per-member ratio on " + (env.get("gpu") or env["machine"])
+    picture = chart(results, where / f"member-ratios{suffix}.png", title)
+    command = "python3 -m benchmarks --gpu --out DIR" if gpu else "python -m benchmarks"
+    page = results_markdown(results, env, method, picture.name if picture else None, command)
+    (where / f"RESULTS{suffix}.md").write_text(page)
+    print(f"wrote {where / f'RESULTS{suffix}.md'}" + (f" and {picture}" if picture else ""))
+
+
+def _page_from(directory: Path, names: list[str], gpu: bool) -> int:
+    """The page of the suites ``names`` from their JSON files in ``directory``, written beside them."""
+    from benchmarks.results import read_json
+
+    read = [read_json(directory / f"{name}.json") for name in names]
+    results = [result for result, _, _ in read]
+    _, env, method = read[0]
+    _write_page(results, env, method, directory, gpu)
+    return 0 if all(t.passed for r in results for t in r.targets) else 1
 
 
 if __name__ == "__main__":

@@ -176,6 +176,15 @@ def write_json(results: list[SuiteResult], env: dict[str, str], method: dict[str
     return paths
 
 
+def read_json(path: Path) -> tuple[SuiteResult, dict[str, str], dict[str, Any]]:
+    """A suite's result, environment and method from the file :func:`write_json` wrote."""
+    data = json.loads(path.read_text())
+    targets = [Target(**{k: v for k, v in t.items() if k != "passed"}) for t in data["targets"]]
+    fields = ("suite", "title", "headers", "rows", "member_ratios", "raw")
+    result = SuiteResult(**{k: data[k] for k in fields}, targets=targets)
+    return result, data["environment"], data["method"]
+
+
 def chart(results: list[SuiteResult], path: Path, title: str) -> Path | None:
     """A horizontal bar chart of every member ratio (with the 1.10 limit); None without matplotlib."""
     ratios = {k: v for r in results for k, v in r.member_ratios.items()}
