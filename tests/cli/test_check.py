@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from tests.cli.conftest import run_accelhal
+from tests.cli.conftest import Result, run_accelhal
 
 SUITE = """
 import pytest
@@ -52,8 +52,17 @@ def stand_in(tmp_path: Path) -> str:
     return STAND_IN.format(path=str(suite))
 
 
+def run_stand_in(tmp_path: Path, *args: str) -> Result:
+    """``accelhal ARGS`` with the suite replaced by :data:`SUITE`, forked from the warm interpreter.
+
+    The command selects its backend (importing torch) before the suite runs, so a child that
+    imported torch first is what a fresh one is by then.
+    """
+    return run_accelhal(*args, code=stand_in(tmp_path), code_after_torch=True)
+
+
 def test_check_counts_every_outcome(tmp_path: Path) -> None:
-    result = run_accelhal("check", "cpu", "--json", code=stand_in(tmp_path))
+    result = run_stand_in(tmp_path, "check", "cpu", "--json")
     assert result.returncode == 1, result.output  # pytest's status when a test failed
     data = result.json()
     assert (data["backend"], data["passed"], data["failed"], data["skipped"], data["errors"]) == ("cpu", 1, 1, 1, 1)
@@ -63,7 +72,7 @@ def test_check_counts_every_outcome(tmp_path: Path) -> None:
 
 
 def test_check_prints_a_summary_table_and_passes_pytest_args(tmp_path: Path) -> None:
-    result = run_accelhal("check", "--", "-k", "passes or skipped", code=stand_in(tmp_path))
+    result = run_stand_in(tmp_path, "check", "--", "-k", "passes or skipped")
     assert result.returncode == 0, result.output
     assert "Conformance" in result.stdout
     row = next(line for line in result.stdout.splitlines() if line.startswith(" cpu "))
@@ -72,7 +81,7 @@ def test_check_prints_a_summary_table_and_passes_pytest_args(tmp_path: Path) -> 
 
 
 def test_check_unknown_backend_is_a_user_mistake(tmp_path: Path) -> None:
-    result = run_accelhal("check", "tpu", code=stand_in(tmp_path))
+    result = run_stand_in(tmp_path, "check", "tpu")
     assert result.returncode == 2
     assert "unknown accelerator 'tpu'" in result.stderr
     assert "Traceback" not in result.output
@@ -87,20 +96,20 @@ def test_check_runs_the_real_conformance_suite_on_cpu() -> None:
 
 
 def test_check_keeps_pytest_quiet_unless_verbose(tmp_path: Path) -> None:
-    quiet = run_accelhal("check", code=stand_in(tmp_path))
+    quiet = run_stand_in(tmp_path, "check")
     assert quiet.returncode == 1, quiet.output
     assert "test session starts" not in quiet.output and "[100%]" not in quiet.output
     assert "pytest chatter" not in quiet.output
     assert "exit status 1: some tests failed" in quiet.stdout
     for verbose in (["check", "-v"], ["-v", "check"]):
-        loud = run_accelhal(*verbose, code=stand_in(tmp_path))
+        loud = run_stand_in(tmp_path, *verbose)
         assert loud.returncode == 1, loud.output
         assert "test session starts" in loud.stderr and "pytest chatter" in loud.stderr
         assert "Conformance" in loud.stdout
 
 
 def test_check_shows_pytest_output_when_the_run_ends_without_a_verdict(tmp_path: Path) -> None:
-    result = run_accelhal("check", "--", "--no-such-option", code=stand_in(tmp_path))
+    result = run_stand_in(tmp_path, "check", "--", "--no-such-option")
     assert result.returncode == 4, result.output  # pytest's usage error
     assert "--no-such-option" in result.stderr
     assert "exit status 4: pytest was given an argument it does not accept" in " ".join(result.stdout.split())

@@ -122,10 +122,13 @@ raise SystemExit(main(sys.argv[1:]))
 @needs_torch_accelerator
 def test_accelhal_disagrees_with_torch_accelerator() -> None:
     """torch.accelerator reports a (simulated) npu that accelhal has no usable backend for."""
-    result = run_accelhal("doctor", "--json", code=SIMULATED_NPU)
-    found = problems(result)
+
+    def doctor(**env: str) -> Result:  # the code imports torch first: forked from the warm interpreter
+        return run_accelhal("doctor", "--json", code=SIMULATED_NPU, env=env, code_after_torch=True)
+
+    found = problems(doctor())
     assert "torch.accelerator uses 'npu' but accelhal chose 'cpu'" in found["torch-disagrees"]["title"]
-    forced = problems(run_accelhal("doctor", "--json", code=SIMULATED_NPU, env={"ACCELHAL_ACCELERATOR": "cpu"}))
+    forced = problems(doctor(ACCELHAL_ACCELERATOR="cpu"))
     assert "torch-disagrees" not in forced  # forcing cpu is a choice, not a problem
 
 

@@ -1,24 +1,27 @@
 // Fused AdamW step over flat fp32 CPU tensors, in place: one pass over memory instead of torch's five.
 // Same arithmetic as torch.optim.AdamW (foreach=False, fused=False, amsgrad=False, maximize=False).
-#include <torch/extension.h>
-
+//
+// Only the headers it uses (at::Tensor, at::parallel_for, and torch's pybind11 type casters), not
+// <torch/extension.h>: that one pulls in all of libtorch's C++ API and compiles three times as long.
 #include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/utils/pybind.h>
+
 #include <cmath>
 
 namespace {
 
-void check(const torch::Tensor& t, const char* what, int64_t numel) {
+void check(const at::Tensor& t, const char* what, int64_t numel) {
   TORCH_CHECK(t.device().is_cpu(), "fused_adamw (cpu): ", what, " must be a CPU tensor, got ", t.device());
-  TORCH_CHECK(t.scalar_type() == torch::kFloat32, "fused_adamw (cpu): ", what, " must be float32, got ",
-              t.scalar_type());
+  TORCH_CHECK(t.scalar_type() == at::kFloat, "fused_adamw (cpu): ", what, " must be float32, got ", t.scalar_type());
   TORCH_CHECK(t.is_contiguous(), "fused_adamw (cpu): ", what, " must be contiguous");
   TORCH_CHECK(t.numel() == numel, "fused_adamw (cpu): ", what, " has ", t.numel(), " elements, param has ", numel);
 }
 
 }  // namespace
 
-void adamw_step(torch::Tensor param, torch::Tensor grad, torch::Tensor exp_avg, torch::Tensor exp_avg_sq, double lr,
-                double beta1, double beta2, double eps, double weight_decay, int64_t step) {
+void adamw_step(at::Tensor param, at::Tensor grad, at::Tensor exp_avg, at::Tensor exp_avg_sq, double lr, double beta1,
+                double beta2, double eps, double weight_decay, int64_t step) {
   TORCH_CHECK(step >= 1, "fused_adamw (cpu): step counts from 1, got ", step);
   const int64_t n = param.numel();
   check(param, "param", n);
