@@ -22,5 +22,5 @@ class FusedAdamWBuilder(OpBuilder):
         return ["csrc/fused_adamw_cpu.cpp"]
 
     def cxx_args(self) -> list[str]:
-        """Optimise; torch adds its own OpenMP flags for ``at::parallel_for``."""
+        """Optimise. Built without ``-fopenmp``, so ``at::parallel_for`` runs the loop on the calling thread."""
         return ["-O3"]
