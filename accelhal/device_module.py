@@ -46,7 +46,6 @@ import torch
 
 from accelhal.arguments import check_device_index
 from accelhal.contract import Accelerator
-from accelhal.errors import BackendUnavailableError
 from accelhal.probing import import_device_module
 from accelhal.spec import Capability
 
@@ -179,6 +178,8 @@ class DeviceModuleAccelerator(Accelerator):
         try:
             module = import_device_module(self._vendor_package, self._module_name)
         except Exception as exc:  # a vendor stack can fail to load in any way
+            from accelhal.errors import BackendUnavailableError  # off the path of a construction that succeeds
+
             raise BackendUnavailableError(
                 self._name,
                 f"cannot import {self._module_name} (from {self._vendor_package}): {type(exc).__name__}: {exc}",

@@ -20,27 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from accelhal.text import quote
-
-
-def sentence(text: str, *, capital: bool = False) -> str:
-    """``text`` stripped and ending as a sentence ends (a full stop is added when it has none).
-
-    >>> sentence("libhccl.so: cannot open shared object file: No such file or directory")
-    'libhccl.so: cannot open shared object file: No such file or directory.'
-    >>> sentence("run npu-smi info", capital=True)
-    'Run npu-smi info.'
-    """
-    text = text.strip()
-    if capital:
-        text = text[:1].upper() + text[1:]
-    return text if not text or text.endswith((".", "!", "?")) else text + "."
-
-
-def hint_sentence(hint: str) -> str:
-    """``"Hint: "`` and ``hint`` as a sentence with a capital letter (``"Hint: Run npu-smi info."``)."""
-    return f"Hint: {sentence(hint, capital=True)}"
-
+from accelhal.text import hint_sentence, quote, sentence
 
 PLUGIN_STAGES: dict[str, str] = {
     "import": "cannot be imported",

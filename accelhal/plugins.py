@@ -39,7 +39,6 @@ from accelhal import hookspecs
 from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
 from accelhal.entry_points import name_and_version
-from accelhal.errors import ConfigurationError, PluginError
 from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, contract_version_hint
@@ -49,6 +48,7 @@ from accelhal.vendor_output import stdout_to_stderr
 if TYPE_CHECKING:
     import pluggy
 
+    from accelhal.errors import PluginError
     from accelhal.plugin_index import Index
 
 ENTRY_POINT_GROUP = hookspecs.PROJECT_NAME
@@ -131,7 +131,7 @@ class Registry:
         """Record a failure; under strict mode, then raise it."""
         self.failures.append(Failure(plugin, stage, detail, backend, hint))
         if self.strict:
-            raise PluginError(plugin, stage, detail, hint=hint)
+            raise plugin_error(plugin, stage, detail, hint)
 
     def strict_error(self) -> PluginError | None:
         """Under strict mode, the error for the first failure of discovery; else ``None``."""
@@ -140,7 +140,7 @@ class Registry:
         first = self.failures[0]
         more = len(self.failures) - 1
         detail = first.detail + (f" (and {more} more plugin failure(s); 'accelhal doctor' lists them)" if more else "")
-        return PluginError(first.plugin, first.stage, detail, hint=first.hint)
+        return plugin_error(first.plugin, first.stage, detail, first.hint)
 
     def load_deferred(self) -> bool:
         """Import the deferred plugins and add their registrations; False when there were none."""
@@ -268,6 +268,8 @@ def discover(
     :mod:`accelhal.plugin_index` knows do not concern it.
     """
     if FALLBACK_BACKEND in settings.block_plugins:  # parsed lists are trimmed and lower-cased
+        from accelhal.errors import ConfigurationError
+
         raise ConfigurationError(
             f"ACCELHAL_BLOCK_PLUGINS lists {FALLBACK_BACKEND!r}, the fallback backend, which cannot be "
             "blocked; to avoid it, force another backend with ACCELHAL_ACCELERATOR",
@@ -309,6 +311,17 @@ def discover(
         index.save()
     registry.strict = settings.strict
     return registry
+
+
+def plugin_error(plugin: str, stage: str, detail: str, hint: str | None = None) -> PluginError:
+    """The :class:`~accelhal.PluginError` of a failure at ``stage``.
+
+    :mod:`accelhal.errors` is imported here, when there is an error to raise: defining its
+    classes would cost every first ``get_accelerator()``.
+    """
+    from accelhal.errors import PluginError
+
+    return PluginError(plugin, stage, detail, hint=hint)
 
 
 def _pluggy_name(entry: PluginRecord) -> str:

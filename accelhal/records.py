@@ -110,7 +110,8 @@ class Decision:
     candidates: list[CandidateRecord]
     plugins: list[PluginRecord]
     failures: list[Failure]
-    environment: dict[str, str]
+    environ: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """A copy of ``os.environ`` at the selection; :attr:`environment` is the part a report shows."""
     error: str | None = None
     seconds: float = 0.0
     torch: TorchDiagnosis | None = None
@@ -118,3 +119,17 @@ class Decision:
     unprobed: list[tuple[Registration, CandidateRecord]] = field(default_factory=list, compare=False, repr=False)
     """Backends below the chosen one, not probed yet, with their placeholder records in ``candidates``:
     a report probes them (``accelhal.selection.detect``); the first ``get_accelerator()`` does not wait for them."""
+    visible_devices_envs: tuple[str, ...] = ()
+    """The visible-devices variables of every backend registered at the selection."""
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What :data:`~accelhal.settings.RELEVANT_VARIABLES` and :attr:`visible_devices_envs` were set to, by name.
+
+        Read from :attr:`environ` when asked: the table of variables is not built on the
+        first ``get_accelerator()``.
+        """
+        from accelhal.settings import RELEVANT_VARIABLES
+
+        names = sorted({*RELEVANT_VARIABLES, *self.visible_devices_envs})
+        return {name: self.environ[name] for name in names if name in self.environ}

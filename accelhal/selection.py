@@ -23,23 +23,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from accelhal import _record, plugins, torch_import
-from accelhal.errors import (
-    AccelhalError,
-    BackendUnavailableError,
-    ContractError,
-    PluginError,
-    UnknownBackendError,
-    plugin_failure,
-    sentence,
-)
 from accelhal.records import CandidateRecord, Decision, Registration
-from accelhal.settings import RELEVANT_VARIABLES, Settings
+from accelhal.settings import Settings
 from accelhal.spec import BackendSpec, Status, Verdict, contract_version_hint
-from accelhal.text import shorten
+from accelhal.text import sentence, shorten
 from accelhal.vendor_output import stdout_to_stderr
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
+    from accelhal.errors import BackendUnavailableError, PluginError
     from accelhal.report import DetectionReport
 
     _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
@@ -153,7 +145,8 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
                 candidates=[],
                 plugins=list(reg.plugins) if reg else [],
                 failures=list(reg.failures) if reg else [],
-                environment=_environment(reg),
+                environ=dict(os.environ),
+                visible_devices_envs=_visible_devices_envs(reg),
             )
         decision.seconds = time.perf_counter() - started
         decision.torch = _torch_diagnosis()
@@ -216,6 +209,8 @@ def _settings_for_forcing(name: str) -> Settings:
 
 def _select() -> Accelerator:
     if getattr(_selecting, "active", False):
+        from accelhal.errors import AccelhalError
+
         raise AccelhalError(
             "get_accelerator() was called while the accelerator is being selected (from a probe or "
             "an accelerator constructor); probes and constructors must not call it"
@@ -255,18 +250,18 @@ def _failed_decision(exc: Exception, probed: list[CandidateRecord]) -> Decision:
         candidates=probed,
         plugins=list(reg.plugins) if reg else [],
         failures=list(reg.failures) if reg else [],
-        environment=_environment(reg),
+        environ=dict(os.environ),
+        visible_devices_envs=_visible_devices_envs(reg),
         error=f"{type(exc).__name__}: {exc}",
         torch=_torch_diagnosis(),
     )
 
 
-def _environment(reg: plugins.Registry | None) -> dict[str, str]:
-    names = set(RELEVANT_VARIABLES)
-    if reg is not None:
-        for registration in reg.backends.values():
-            names.update(registration.spec.visible_devices_envs)
-    return {name: os.environ[name] for name in sorted(names) if name in os.environ}
+def _visible_devices_envs(reg: plugins.Registry | None) -> tuple[str, ...]:
+    """The visible-devices variables of every backend ``reg`` registers (none without a registry)."""
+    if reg is None:
+        return ()
+    return tuple(name for registration in reg.backends.values() for name in registration.spec.visible_devices_envs)
 
 
 def _torch_diagnosis() -> torch_import.TorchDiagnosis | None:
@@ -336,6 +331,13 @@ def _capturing(record: CandidateRecord, step: Callable[[], _T]) -> _T:
         record.import_output += printed.text
 
 
+def _as_plugin_error(exc: Exception) -> PluginError | None:
+    """``exc`` if it is a :class:`~accelhal.PluginError` (whose module is then imported already), else ``None``."""
+    from accelhal.errors import PluginError
+
+    return exc if isinstance(exc, PluginError) else None
+
+
 def _mark_invalid(reg: plugins.Registry, record: CandidateRecord, exc: PluginError) -> None:
     """Record a backend whose class failed to load, validate or construct (raises under strict mode)."""
     record.status, record.reason, record.hint = Status.INVALID, f"{exc.stage} failed: {exc.detail}", exc.hint
@@ -350,14 +352,16 @@ def _construct(registration: Registration) -> Accelerator:
     except plugins.PASSED_THROUGH:
         raise
     except BaseException as exc:
-        raise PluginError(
+        raise plugins.plugin_error(
             registration.plugin.name, "instantiate", f"{spec.accelerator_path}(): {plugins.describe_exception(exc)}"
         ) from exc
     from accelhal.validation import instance_identity_problems
 
     problems = instance_identity_problems(spec, instance)
     if problems:
-        raise PluginError(registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems))
+        raise plugins.plugin_error(
+            registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems)
+        )
     return instance
 
 
@@ -378,14 +382,14 @@ def _load_checked(registration: Registration) -> type[Accelerator]:
     except plugins.PASSED_THROUGH:
         raise
     except BaseException as exc:  # the class's module may fail in any way, sys.exit() included
-        raise PluginError(
+        raise plugins.plugin_error(
             registration.plugin.name, "import", f"{spec.accelerator_path}: {plugins.describe_exception(exc)}"
         ) from exc
     checked = [] if _ships_with_accelhal(registration, cls) else contract_problems(cls)
     problems = checked or identity_problems(spec, cls)
     if problems:
         hint = contract_version_hint(getattr(cls, "contract_version", None), registration.plugin.source)
-        raise PluginError(
+        raise plugins.plugin_error(
             registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems), hint=hint
         )
     return cls
@@ -413,17 +417,25 @@ def _decide_forced(
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
         hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
+        from accelhal.errors import UnknownBackendError
+
         raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
     record = _run_probe(registration)
     probed.append(record)
     if record.status is not Status.AVAILABLE:
+        from accelhal.errors import BackendUnavailableError
+
         raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
     try:
         instance = _capturing(record, functools.partial(_construct, registration))
-    except PluginError as exc:
+    except Exception as caught:
+        if (exc := _as_plugin_error(caught)) is None:
+            raise
         record.status, record.reason, record.hint = Status.INVALID, exc.detail, exc.hint
         if settings.strict:
             raise
+        from accelhal.errors import BackendUnavailableError
+
         raise BackendUnavailableError(
             name, f"{exc.stage} failed: {exc.detail}", hint=exc.hint, requested_by=requested_by
         ) from exc
@@ -434,7 +446,8 @@ def _decide_forced(
         candidates=[record, *_not_probed(reg, name, requested_by)],
         plugins=list(reg.plugins),
         failures=list(reg.failures),
-        environment=_environment(reg),
+        environ=dict(os.environ),
+        visible_devices_envs=_visible_devices_envs(reg),
     )
     return decision, instance
 
@@ -470,7 +483,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
         probed.append(record)
         if record.status is not Status.AVAILABLE:
             if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
-                raise PluginError(record.plugin, "probe", f"{record.name}: {record.reason}")
+                raise plugins.plugin_error(record.plugin, "probe", f"{record.name}: {record.reason}")
             continue
         if chosen is not None:  # strict mode only: a lower-priority backend checked now
             _check_lower_priority(reg, registration, record, chosen.name)
@@ -478,7 +491,9 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
         try:
             chosen = _capturing(record, functools.partial(_construct, registration))
             chosen_record = record
-        except PluginError as exc:
+        except Exception as caught:
+            if (exc := _as_plugin_error(caught)) is None:
+                raise
             _mark_invalid(reg, record, exc)  # raises under strict mode
     if chosen is None or chosen_record is None:
         raise _nothing_available(reg, records)
@@ -489,12 +504,13 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
         candidates=records,
         plugins=list(reg.plugins),
         failures=list(reg.failures),
-        environment=_environment(reg),
+        environ=dict(os.environ),
+        visible_devices_envs=_visible_devices_envs(reg),
         unprobed=unprobed,
     )
     decision.explanation = _explanation(decision, chosen_record)
     if decision.rule == "fallback":
-        problems = "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
+        problems = _failure_summary(reg)
         logger.warning(
             "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
             _others(decision, chosen_record),
@@ -503,6 +519,15 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     else:
         logger.info("accelhal: selected %r by priority", chosen.name)
     return decision, chosen
+
+
+def _failure_summary(reg: plugins.Registry) -> str:
+    """The plugin failures of discovery, ``"; "`` between (``""`` when there are none)."""
+    if not reg.failures:
+        return ""
+    from accelhal.errors import plugin_failure
+
+    return "; ".join(f"{plugin_failure(f.plugin, f.stage)}: {shorten(f.detail, 160)}" for f in reg.failures)
 
 
 def _nothing_available(reg: plugins.Registry, records: list[CandidateRecord]) -> BackendUnavailableError:
@@ -526,6 +551,8 @@ def _nothing_available(reg: plugins.Registry, records: list[CandidateRecord]) ->
     held_back = reg.held_back()
     if held_back:
         message = sentence(message) + f" Held back: {held_back}"
+    from accelhal.errors import BackendUnavailableError
+
     return BackendUnavailableError(
         plugins.FALLBACK_BACKEND, message, hint=fallback.hint if fallback is not None else None
     )
@@ -560,7 +587,9 @@ def _check_lower_priority(
     try:
         _capturing(record, functools.partial(_load_checked, registration))
         record.reason += f"; lower priority than {chosen!r}"
-    except PluginError as exc:
+    except Exception as caught:
+        if (exc := _as_plugin_error(caught)) is None:
+            raise
         _mark_invalid(reg, record, exc)  # raises under strict mode
 
 
@@ -602,6 +631,7 @@ def _probe_the_rest(decision: Decision) -> None:
 
 def _check_instance(accelerator: object) -> Accelerator:
     from accelhal.contract import Accelerator
+    from accelhal.errors import ContractError
     from accelhal.validation import contract_problems
 
     if not isinstance(accelerator, Accelerator):

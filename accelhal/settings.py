@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from accelhal._record import record
-from accelhal.errors import ConfigurationError
-from accelhal.launchers import LAUNCHER_VARIABLES
 from accelhal.spec import is_backend_name
 from accelhal.text import quote, shorten
+
+if TYPE_CHECKING:
+    from accelhal.errors import ConfigurationError
 
 
 @record(frozen=True)
@@ -37,233 +39,260 @@ class Variable:
     help: str
 
 
-VARIABLES: tuple[Variable, ...] = (
-    Variable(
-        "ACCELHAL_ACCELERATOR",
-        "backend name",
-        "unset",
-        "Force a backend by name (trimmed, case-insensitive; empty or blank means unset). An unknown "
-        "name is an error listing the known names; a known but unavailable one is an error with the "
-        "probe's reason. A forced backend never falls back to another.",
-    ),
-    Variable(
-        "DS_ACCELERATOR",
-        "backend name",
-        "unset",
-        "DeepSpeed's override, honoured when ACCELHAL_ACCELERATOR is unset or blank; 'xpu.external' "
-        "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR.",
-    ),
-    Variable(
-        "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
-        "boolean",
-        "0",
-        "1 loads only the backends built into accelhal; third-party plugins are not loaded.",
-    ),
-    Variable(
-        "ACCELHAL_PLUGINS",
-        "comma-separated names",
-        "unset (all)",
-        "Allow-list of third-party plugins, by entry-point or distribution name; built-ins always load.",
-    ),
-    Variable(
-        "ACCELHAL_BLOCK_PLUGINS",
-        "comma-separated names",
-        "unset (none)",
-        "Deny-list of plugins, by entry-point or distribution name; built-ins other than cpu may be "
-        "blocked too. cpu is the fallback and cannot be: naming it is an error, and the distribution name "
-        "'accelhal' blocks the other built-ins only.",
-    ),
-    Variable(
-        "ACCELHAL_STRICT",
-        "boolean",
-        "0",
-        "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
-    ),
-    Variable(
-        "ACCELHAL_DOCTOR_TIMEOUT",
-        "seconds",
-        "60",
-        "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
-        "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
-    ),
-    Variable(
-        "ACCELHAL_SLOW_PLUGIN_SECONDS",
-        "seconds",
-        "2",
-        "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
-        "probe takes longer than this (measured in doctor's child process, after import torch).",
-    ),
-    Variable(
-        "ACCELHAL_DEEPSPEED",
-        "boolean",
-        "0",
-        "1 makes every Python process of an environment where the DeepSpeed start-up hook is installed "
-        "(python -m accelhal.compat.deepspeed hook install) give DeepSpeed accelhal's accelerator when it imports "
-        "DeepSpeed: launcher ranks, torchrun workers, spawned children. Read by the hook's .pth file at start-up; "
-        "a malformed value is raised when DeepSpeed is imported.",
-    ),
-    Variable(
-        "ACCELHAL_DEEPSPEED_DISABLE_OPS",
-        "comma-separated names",
-        "unset (none)",
-        "With ACCELHAL_DEEPSPEED: DeepSpeed op-builder class names (case-sensitive) the adapter reports as not "
-        "buildable, as the disable_ops argument of install() does; for example ShareMemCommBuilder.",
-    ),
-    Variable(
-        "ACCELHAL_OPS_CACHE",
-        "directory",
-        "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",
-        "Where op builders keep their JIT-built extensions, one directory per hash of the build inputs.",
-    ),
-    Variable(
-        "ACCELHAL_OPS_LOCK_TIMEOUT",
-        "seconds",
-        "1800",
-        "The longest a process waits for another process's build of the same op before raising "
-        "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
-    ),
-    Variable(
-        "ACCELHAL_OPS_LOCK_STALE",
-        "seconds",
-        "120",
-        "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
-        "stale and broken: this is how a build killed on another host sharing the cache is detected.",
-    ),
-    Variable(
-        "ACCELHAL_DIST_TIMEOUT",
-        "seconds",
-        "600",
-        "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
-        "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
-        "minutes on gloo). A rank that dies makes the others fail within it.",
-    ),
-)
+def _table() -> tuple[Variable, ...]:
+    """:data:`VARIABLES`, built when first read: the first ``get_accelerator()`` does not need it."""
+    from accelhal.launchers import LAUNCHER_VARIABLES
 
-VARIABLES += (
-    Variable(
-        "XDG_CACHE_HOME",
-        "directory",
-        "~/.cache",
-        "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset); "
-        "a relative value is ignored, as the XDG Base Directory specification says.",
-    ),
-    Variable(
-        "HOME", "directory", "the user's", "Where ~ points: the caches' base (~/.cache) when XDG_CACHE_HOME is not set."
-    ),
-    Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
-    Variable("CC", "command", "unset", "The C compiler an op build may use; part of each build's cache key."),
-    *(
-        Variable(name, "flags", "unset", f"{meaning}; part of the cache key of DeepSpeed's op builds (the adapter).")
-        for name, meaning in (
-            ("CFLAGS", "Flags of C compilations"),
-            ("CXXFLAGS", "Flags of C++ compilations"),
-            ("LDFLAGS", "Flags of the link"),
-        )
-    ),
-    Variable(
-        "CUDA_HOME",
-        "directory",
-        "torch's search",
-        "torch's own: the CUDA toolkit op builds compile with; part of the cache key of cuda and DeepSpeed op builds.",
-    ),
-    Variable(
-        "ROCM_HOME",
-        "directory",
-        "torch's search",
-        "torch's own: the ROCm toolkit op builds compile with; part of the cache key of DeepSpeed's op builds.",
-    ),
-    Variable(
-        "NVCC_APPEND_FLAGS",
-        "flags",
-        "unset",
-        "nvcc's own: flags added to every nvcc call; part of the cache key of the cuda backend's op builds.",
-    ),
-    Variable(
-        "DS_BUILD_OPS",
-        "boolean",
-        "unset",
-        "DeepSpeed's: which ops its installation pre-built; part of the cache key of DeepSpeed's op builds.",
-    ),
-    Variable(
-        "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
-    ),
-    Variable(
-        "TORCH_EXTENSIONS_DIR",
-        "directory",
-        "torch's default",
-        "torch's own; set by the DeepSpeed adapter around DeepSpeed's op builds, then restored.",
-    ),
-    Variable("TORCH_CUDA_ARCH_LIST", "architectures", "unset", "torch's own: the CUDA architectures op builds target."),
-    Variable(
-        "DS_ALLOW_DEPRECATED_FP16",
-        "boolean",
-        "unset",
-        "DeepSpeed's: 1 lets the cuda backend report float16 on compute capability 6.x.",
-    ),
-    Variable(
-        "TORCH_DEVICE_BACKEND_AUTOLOAD",
-        "boolean",
-        "1",
-        "torch's own: 0 stops import torch from loading vendor extensions; accelhal reports it and suggests it.",
-    ),
-    Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
-    Variable(
-        "PJRT_DEVICE",
-        "PJRT client",
-        "unset",
-        "torch_xla's own: the XLA device of the process (CPU, TPU, a plugin's name); the xla backend's probe "
-        "reads it and, unset, takes a device only where a TPU is attached (docs/backends.md).",
-    ),
-    Variable(
-        "CPU_NUM_DEVICES",
-        "integer",
-        "1",
-        "torch_xla's own: how many devices XLA's CPU client shows; the xla backend counts them from it.",
-    ),
-    Variable(
-        "TPU_LIBRARY_PATH",
-        "path",
-        "unset",
-        "torch_xla's own: where libtpu is; the xla backend's probe reads it to tell whether a TPU can be used.",
-    ),
-    Variable(
-        "TORCHELASTIC_USE_AGENT_STORE",
-        "boolean",
-        "set by torchrun",
-        "torch's own, set by torchrun for its workers: True when its agent, not rank 0, hosts the rendezvous store "
-        "(accelhal.distributed then names no rank when that store is lost).",
-    ),
-    Variable(
-        "TORCHELASTIC_MAX_RESTARTS",
-        "integer",
-        "set by torchrun",
-        "torch's own, how often torchrun may restart the job: above 0 with the agent's store shared, "
-        "init_process_group warns that restarted groups can read stale addresses (set "
-        "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for torchrun).",
-    ),
-    Variable(
-        "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-        "boolean",
-        "unset",
-        "pytest's own: with it set, accelhal check loads the accelhal pytest plugin explicitly.",
-    ),
-    Variable(
-        "ACCELHAL_SIMULATED_DEVICES",
-        "integer",
-        "2",
-        "accelhal.testing.simulated only: how many devices a simulated vendor runtime shows (0: none).",
-    ),
-    *(
-        Variable(name, "launcher", "unset", "Set by a launcher; read by accelhal.launcher (see its documentation).")
-        for name in LAUNCHER_VARIABLES
-    ),
-)
+    return (
+        Variable(
+            "ACCELHAL_ACCELERATOR",
+            "backend name",
+            "unset",
+            "Force a backend by name (trimmed, case-insensitive; empty or blank means unset). An unknown "
+            "name is an error listing the known names; a known but unavailable one is an error with the "
+            "probe's reason. A forced backend never falls back to another.",
+        ),
+        Variable(
+            "DS_ACCELERATOR",
+            "backend name",
+            "unset",
+            "DeepSpeed's override, honoured when ACCELHAL_ACCELERATOR is unset or blank; 'xpu.external' "
+            "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR.",
+        ),
+        Variable(
+            "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
+            "boolean",
+            "0",
+            "1 loads only the backends built into accelhal; third-party plugins are not loaded.",
+        ),
+        Variable(
+            "ACCELHAL_PLUGINS",
+            "comma-separated names",
+            "unset (all)",
+            "Allow-list of third-party plugins, by entry-point or distribution name; built-ins always load.",
+        ),
+        Variable(
+            "ACCELHAL_BLOCK_PLUGINS",
+            "comma-separated names",
+            "unset (none)",
+            "Deny-list of plugins, by entry-point or distribution name; built-ins other than cpu may be "
+            "blocked too. cpu is the fallback and cannot be: naming it is an error, and the distribution name "
+            "'accelhal' blocks the other built-ins only.",
+        ),
+        Variable(
+            "ACCELHAL_STRICT",
+            "boolean",
+            "0",
+            "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
+        ),
+        Variable(
+            "ACCELHAL_DOCTOR_TIMEOUT",
+            "seconds",
+            "60",
+            "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
+            "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
+        ),
+        Variable(
+            "ACCELHAL_SLOW_PLUGIN_SECONDS",
+            "seconds",
+            "2",
+            "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
+            "probe takes longer than this (measured in doctor's child process, after import torch).",
+        ),
+        Variable(
+            "ACCELHAL_DEEPSPEED",
+            "boolean",
+            "0",
+            "1 makes every Python process of an environment where the DeepSpeed start-up hook is installed "
+            "(python -m accelhal.compat.deepspeed hook install) give DeepSpeed accelhal's accelerator when it imports "
+            "DeepSpeed: launcher ranks, torchrun workers, spawned children. Read by the hook's .pth file at start-up; "
+            "a malformed value is raised when DeepSpeed is imported.",
+        ),
+        Variable(
+            "ACCELHAL_DEEPSPEED_DISABLE_OPS",
+            "comma-separated names",
+            "unset (none)",
+            "With ACCELHAL_DEEPSPEED: DeepSpeed op-builder class names (case-sensitive) the adapter reports as not "
+            "buildable, as the disable_ops argument of install() does; for example ShareMemCommBuilder.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_CACHE",
+            "directory",
+            "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",
+            "Where op builders keep their JIT-built extensions, one directory per hash of the build inputs.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_LOCK_TIMEOUT",
+            "seconds",
+            "1800",
+            "The longest a process waits for another process's build of the same op before raising "
+            "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_LOCK_STALE",
+            "seconds",
+            "120",
+            "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
+            "stale and broken: this is how a build killed on another host sharing the cache is detected.",
+        ),
+        Variable(
+            "ACCELHAL_DIST_TIMEOUT",
+            "seconds",
+            "600",
+            "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
+            "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
+            "minutes on gloo). A rank that dies makes the others fail within it.",
+        ),
+        Variable(
+            "XDG_CACHE_HOME",
+            "directory",
+            "~/.cache",
+            "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset); "
+            "a relative value is ignored, as the XDG Base Directory specification says.",
+        ),
+        Variable(
+            "HOME",
+            "directory",
+            "the user's",
+            "Where ~ points: the caches' base (~/.cache) when XDG_CACHE_HOME is not set.",
+        ),
+        Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
+        Variable("CC", "command", "unset", "The C compiler an op build may use; part of each build's cache key."),
+        *(
+            Variable(
+                name, "flags", "unset", f"{meaning}; part of the cache key of DeepSpeed's op builds (the adapter)."
+            )
+            for name, meaning in (
+                ("CFLAGS", "Flags of C compilations"),
+                ("CXXFLAGS", "Flags of C++ compilations"),
+                ("LDFLAGS", "Flags of the link"),
+            )
+        ),
+        Variable(
+            "CUDA_HOME",
+            "directory",
+            "torch's search",
+            "torch's own: the CUDA toolkit op builds compile with; part of the cache key of cuda and DeepSpeed op "
+            "builds.",
+        ),
+        Variable(
+            "ROCM_HOME",
+            "directory",
+            "torch's search",
+            "torch's own: the ROCm toolkit op builds compile with; part of the cache key of DeepSpeed's op builds.",
+        ),
+        Variable(
+            "NVCC_APPEND_FLAGS",
+            "flags",
+            "unset",
+            "nvcc's own: flags added to every nvcc call; part of the cache key of the cuda backend's op builds.",
+        ),
+        Variable(
+            "DS_BUILD_OPS",
+            "boolean",
+            "unset",
+            "DeepSpeed's: which ops its installation pre-built; part of the cache key of DeepSpeed's op builds.",
+        ),
+        Variable(
+            "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
+        ),
+        Variable(
+            "TORCH_EXTENSIONS_DIR",
+            "directory",
+            "torch's default",
+            "torch's own; set by the DeepSpeed adapter around DeepSpeed's op builds, then restored.",
+        ),
+        Variable(
+            "TORCH_CUDA_ARCH_LIST", "architectures", "unset", "torch's own: the CUDA architectures op builds target."
+        ),
+        Variable(
+            "DS_ALLOW_DEPRECATED_FP16",
+            "boolean",
+            "unset",
+            "DeepSpeed's: 1 lets the cuda backend report float16 on compute capability 6.x.",
+        ),
+        Variable(
+            "TORCH_DEVICE_BACKEND_AUTOLOAD",
+            "boolean",
+            "1",
+            "torch's own: 0 stops import torch from loading vendor extensions; accelhal reports it and suggests it.",
+        ),
+        Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
+        Variable(
+            "PJRT_DEVICE",
+            "PJRT client",
+            "unset",
+            "torch_xla's own: the XLA device of the process (CPU, TPU, a plugin's name); the xla backend's probe "
+            "reads it and, unset, takes a device only where a TPU is attached (docs/backends.md).",
+        ),
+        Variable(
+            "CPU_NUM_DEVICES",
+            "integer",
+            "1",
+            "torch_xla's own: how many devices XLA's CPU client shows; the xla backend counts them from it.",
+        ),
+        Variable(
+            "TPU_LIBRARY_PATH",
+            "path",
+            "unset",
+            "torch_xla's own: where libtpu is; the xla backend's probe reads it to tell whether a TPU can be used.",
+        ),
+        Variable(
+            "TORCHELASTIC_USE_AGENT_STORE",
+            "boolean",
+            "set by torchrun",
+            "torch's own, set by torchrun for its workers: True when its agent, not rank 0, hosts the rendezvous store "
+            "(accelhal.distributed then names no rank when that store is lost).",
+        ),
+        Variable(
+            "TORCHELASTIC_MAX_RESTARTS",
+            "integer",
+            "set by torchrun",
+            "torch's own, how often torchrun may restart the job: above 0 with the agent's store shared, "
+            "init_process_group warns that restarted groups can read stale addresses (set "
+            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for torchrun).",
+        ),
+        Variable(
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+            "boolean",
+            "unset",
+            "pytest's own: with it set, accelhal check loads the accelhal pytest plugin explicitly.",
+        ),
+        Variable(
+            "ACCELHAL_SIMULATED_DEVICES",
+            "integer",
+            "2",
+            "accelhal.testing.simulated only: how many devices a simulated vendor runtime shows (0: none).",
+        ),
+        *(
+            Variable(name, "launcher", "unset", "Set by a launcher; read by accelhal.launcher (see its documentation).")
+            for name in LAUNCHER_VARIABLES
+        ),
+    )
 
-ALL_VARIABLES: tuple[str, ...] = tuple(v.name for v in VARIABLES)
+
+VARIABLES: tuple[Variable, ...]
+"""Every variable accelhal reads, but each backend's visible-devices variables (from its spec), in one table.
+
+Built on first access (like :data:`ALL_VARIABLES` and :data:`RELEVANT_VARIABLES`, derived from it).
+"""
+
+ALL_VARIABLES: tuple[str, ...]
 """The name of every variable accelhal reads, but each backend's visible-devices variables, from its spec."""
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"", "0", "false", "no", "off"})
+
+
+def _bad_value(message: str, *, variable: str, value: str) -> ConfigurationError:
+    """The :class:`~accelhal.ConfigurationError` to raise for ``variable``'s ``value``.
+
+    :mod:`accelhal.errors` is imported here, when a value is wrong: defining its classes would
+    cost every first ``get_accelerator()``.
+    """
+    from accelhal.errors import ConfigurationError
+
+    return ConfigurationError(message, variable=variable, value=value)
 
 
 def parse_bool(variable: str, raw: str | None) -> bool:
@@ -275,7 +304,7 @@ def parse_bool(variable: str, raw: str | None) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ConfigurationError(
+    raise _bad_value(
         f"{variable}={quote(raw)} is not a boolean; use 1/true/yes/on or 0/false/no/off",
         variable=variable,
         value=raw,
@@ -300,7 +329,7 @@ def parse_backend_name(variable: str, raw: str | None) -> str | None:
         detail = f"contains {shorten(', '.join(repr(c) for c in stray))}" if stray else "is not a valid name"
         if not stray and len(value) > 32:
             detail = f"is {len(value)} characters long (a name has at most 32)"
-        raise ConfigurationError(
+        raise _bad_value(
             f"{variable}={quote(raw)} {detail}; a backend name is one word of lowercase letters, digits "
             "and '_' (for example 'cuda' or 'cpu'); only one backend can be forced",
             variable=variable,
@@ -315,7 +344,7 @@ def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
         return None
     names = [part.strip().lower() for part in raw.split(",")]
     if any(not name for name in names):
-        raise ConfigurationError(
+        raise _bad_value(
             f"{variable}={quote(raw)} has an empty entry; give plugin names separated by single commas",
             variable=variable,
             value=raw,
@@ -357,11 +386,22 @@ class Settings:
         )
 
 
-RELEVANT_VARIABLES: tuple[str, ...] = tuple(name for name in ALL_VARIABLES if name != "HOME")
+RELEVANT_VARIABLES: tuple[str, ...]
 """Variables copied into every detection report (plus each backend's visible-devices variables).
 
 Not ``HOME``: it decides nothing a report explains, and names the user in reports pasted into issues.
 """
+
+
+def __getattr__(name: str) -> tuple[Any, ...]:
+    """:data:`VARIABLES`, :data:`ALL_VARIABLES` and :data:`RELEVANT_VARIABLES`, built on first access."""
+    if name not in ("VARIABLES", "ALL_VARIABLES", "RELEVANT_VARIABLES"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    table = _table()
+    every = tuple(v.name for v in table)
+    globals().update(VARIABLES=table, ALL_VARIABLES=every, RELEVANT_VARIABLES=tuple(n for n in every if n != "HOME"))
+    value: tuple[Any, ...] = globals()[name]
+    return value
 
 
 def parse_seconds(variable: str, raw: str | None, default: float) -> float:
@@ -373,7 +413,7 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
     except ValueError:
         value = float("nan")
     if not value > 0 or value == float("inf"):
-        raise ConfigurationError(
+        raise _bad_value(
             f"{variable}={quote(raw)} is not a positive number of seconds (for example 600)",
             variable=variable,
             value=raw,

@@ -24,3 +24,22 @@ def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
 def quote(value: object, limit: int = SHORTEN_LIMIT) -> str:
     """``repr(value)``, shortened: how a message quotes a value it was given."""
     return shorten(repr(value), limit)
+
+
+def sentence(text: str, *, capital: bool = False) -> str:
+    """``text`` stripped and ending as a sentence ends (a full stop is added when it has none).
+
+    >>> sentence("libhccl.so: cannot open shared object file: No such file or directory")
+    'libhccl.so: cannot open shared object file: No such file or directory.'
+    >>> sentence("run npu-smi info", capital=True)
+    'Run npu-smi info.'
+    """
+    text = text.strip()
+    if capital:
+        text = text[:1].upper() + text[1:]
+    return text if not text or text.endswith((".", "!", "?")) else text + "."
+
+
+def hint_sentence(hint: str) -> str:
+    """``"Hint: "`` and ``hint`` as a sentence with a capital letter (``"Hint: Run npu-smi info."``)."""
+    return f"Hint: {sentence(hint, capital=True)}"

@@ -42,7 +42,7 @@ from types import TracebackType
 from typing import Any
 
 from accelhal._record import field, record
-from accelhal.errors import sentence
+from accelhal.text import sentence
 from accelhal.vendor_output import stdout_to_stderr
 
 AUTOLOAD_VARIABLE = "TORCH_DEVICE_BACKEND_AUTOLOAD"

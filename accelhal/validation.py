@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from accelhal.contract import Accelerator
-from accelhal.errors import ContractError
 from accelhal.fast_paths import is_descriptor
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
 
@@ -121,6 +120,8 @@ def validate_accelerator_class(cls: type) -> type[Accelerator]:
     """Return ``cls`` if it honours the contract, else raise :class:`ContractError` listing why."""
     problems = contract_problems(cls)
     if problems:
+        from accelhal.errors import ContractError  # off the first call's path, which validates without raising
+
         raise ContractError(f"{getattr(cls, '__qualname__', cls)!r}: " + "; ".join(problems))
     return cls
 

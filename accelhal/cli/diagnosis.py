@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from accelhal.cli.guard import Outcome, run_guarded
 from accelhal.cli.models import DoctorOutput, Problem, Severity
 from accelhal.cli.wording import STATUS_PHRASES, distribution_of, failure_fix, failure_title
-from accelhal.errors import ConfigurationError, sentence
+from accelhal.errors import ConfigurationError
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name, parse_seconds
 from accelhal.spec import Status
+from accelhal.text import sentence
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none", "nodevfiles"})
 """Visible-devices values that hide every device."""

@@ -24,11 +24,10 @@ from accelhal.cli.wording import (
     short_reason,
     verdict_sentence,
 )
-from accelhal.errors import sentence
 from accelhal.plugins import Registry
 from accelhal.report import CandidateReport, DetectionReport
 from accelhal.spec import Status
-from accelhal.text import quote
+from accelhal.text import quote, sentence
 
 _STATUS_OUTCOMES: dict[Status, Outcome] = {
     Status.NOT_INSTALLED: Outcome.NOT_INSTALLED,

@@ -14,8 +14,8 @@ from rich.console import Console
 from accelhal.cli import render
 from accelhal.cli.models import InfoOutput
 from accelhal.cli.wording import decision_sentence, failure_line, probe_rows
-from accelhal.errors import sentence
 from accelhal.report import DetectionReport
+from accelhal.text import sentence
 
 NAME = "info"
 HELP = "the active backend, how it was chosen, its devices and features"

@@ -14,11 +14,11 @@ from rich.text import Text
 from accelhal.cli import render
 from accelhal.cli.models import BackendEntry, ListOutput
 from accelhal.cli.wording import failure_phrase, reason_text
-from accelhal.errors import sentence
 from accelhal.plugins import Registry
 from accelhal.records import CandidateRecord
 from accelhal.report import DetectionReport
 from accelhal.spec import Status
+from accelhal.text import sentence
 
 NAME = "list"
 HELP = "every registered backend in priority order, with its verdict"

@@ -22,9 +22,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from accelhal.errors import hint_sentence, sentence
 from accelhal.report import TorchImportReport
 from accelhal.spec import Status
+from accelhal.text import hint_sentence, sentence
 
 STATUS_STYLES: dict[str, str] = {
     Status.AVAILABLE.value: "green",

@@ -13,9 +13,10 @@ Example::
 
 from __future__ import annotations
 
-from accelhal.errors import plugin_failure, sentence
+from accelhal.errors import plugin_failure
 from accelhal.report import CandidateReport, DetectionReport, FailureReport
 from accelhal.spec import Status
+from accelhal.text import sentence
 
 STATUS_PHRASES: dict[Status, str] = {
     Status.AVAILABLE: "is available",

@@ -24,10 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from accelhal import launchers
 from accelhal.arguments import check_device_in_range, check_device_index, check_seed
 from accelhal.contract import Accelerator
-from accelhal.errors import ConfigurationError
 from accelhal_backends.catalog import CPU as SPEC
 
 if TYPE_CHECKING:
@@ -127,9 +125,12 @@ class CpuAccelerator(Accelerator):
         rank, variable = found
         count = self.device_count()
         if rank >= count:
+            from accelhal.errors import ConfigurationError  # off the path of a valid rank
+            from accelhal.launchers import LOCAL_SIZE_VARIABLES
+
             raise ConfigurationError(
                 f"{variable}={rank} is not below the cpu backend's device_count() of {count}; a launcher sets "
-                f"{variable} below its local world size ({' or '.join(launchers.LOCAL_SIZE_VARIABLES[:2])})",
+                f"{variable} below its local world size ({' or '.join(LOCAL_SIZE_VARIABLES[:2])})",
                 variable=variable,
                 value=str(rank),
             )
