@@ -26,6 +26,8 @@ distribution name ``accelhal``) holds back the others only.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib.metadata as metadata
 import logging
 import re
@@ -43,7 +45,7 @@ from accelhal.records import Failure, PluginRecord, Registration
 from accelhal.settings import Settings
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, contract_version_hint
 from accelhal.text import quote, shorten
-from accelhal.vendor_output import stdout_to_stderr
+from accelhal.vendor_output import Captured, stdout_to_stderr
 
 if TYPE_CHECKING:
     import pluggy
@@ -79,7 +81,9 @@ def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
         _steps.debug("%s: plugin %r%s", kind, plugin.name, where, extra={"accelhal_step": step})
 
 
+@functools.lru_cache(maxsize=1024)
 def _normalise(name: str) -> str:
+    """A distribution or plugin name as packaging compares it (each name is normalised once per process)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -339,7 +343,8 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
     started = time.perf_counter()
     try:
         try:
-            with stdout_to_stderr() as printed:
+            # accelhal's own plugin modules print nothing: only another distribution's import is guarded (~10 us)
+            with contextlib.nullcontext(Captured()) if entry.builtin else stdout_to_stderr() as printed:
                 plugin = ep.load()
         except PASSED_THROUGH:
             raise
