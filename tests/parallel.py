@@ -4,8 +4,10 @@ A unit of work goes to one worker whole: a test module, so that its module- and
 class-scoped fixtures run once; or, across modules, every test marked
 ``pytest.mark.xdist_group(name)`` (tests that use an artefact the first of them builds, and
 that should not wait for another worker building it). Units that hold a ``slow`` test are
-handed out first, the others in collection order, one at a time to whichever worker is
-free: the long ones start early and the short ones fill the gaps at the end.
+handed out first, in collection order; then the others, the longest first by
+:data:`RECORDED_SECONDS` and the rest in collection order; one at a time to whichever worker
+is free: the long ones start early and the short ones fill the gaps at the end, so that no
+worker is left idle while another runs a long unit that came last.
 
 ``tests/conftest.py`` wires this in: ``-n`` without ``--dist`` distributes this way; an
 explicit ``--dist`` is honoured as given (every test is safe under any distribution, this
@@ -35,12 +37,47 @@ def _unit(item: pytest.Item) -> str:
     return "_".join(groups) if groups else item.nodeid.split("::", 1)[0]
 
 
+RECORDED_SECONDS = {
+    "tests/cli/test_commands.py": 76,
+    "tests/privateuse1/test_generic_backend.py": 50,
+    "tests/test_conformance_simulated.py": 43,
+    "tests/test_distributed_multinode.py": 35,
+    "tests/compat/test_lightning.py": 35,
+    "tests/cli/test_first_run.py": 29,
+    "tests/privateuse1/test_vendor_backends.py": 28,
+    "tests/test_torch_import.py": 27,
+    "tests/cli/test_doctor_faults.py": 26,
+    "tests/test_plugin_deferral.py": 24,
+    "tests/cli/test_exit_codes.py": 22,
+    "tests/cli/test_check.py": 20,
+    "tests/privateuse1/test_accelerate.py": 19,
+    "tests/test_simulated_backends.py": 18,
+    "tests/privateuse1/test_frameworks.py": 18,
+    "tests/cli/test_terminal.py": 18,
+    "tests/cli/test_vendor_output.py": 17,
+    "tests/test_identity_edges.py": 15,
+    "tests/cli/test_explain.py": 13,
+    "tests/test_distributed_launch_env.py": 13,
+    "tests/test_distributed_torchrun.py": 11,
+    "tests/test_conformance.py": 11,
+    "tests/test_entry_points.py": 11,
+}
+"""Seconds each unit without a ``slow`` test took (10 s or more), on two idle cores with ``-n auto`` (2026-11-26).
+
+Only the order reads them: a unit missing here (or renamed) goes after these, in collection order; a figure
+that has drifted costs at most a less even finish."""
+
+
+def _order_key(unit: str, slow: set[str]) -> tuple[bool, int]:
+    return (False, 0) if unit in slow else (True, -RECORDED_SECONDS.get(unit, 0))
+
+
 def order_for_workers(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker, put the units that hold a ``slow`` test first (each worker sorts alike)."""
+    """In an xdist worker, put the units that hold a ``slow`` test first, then the longest (each worker sorts alike)."""
     if not hasattr(config, "workerinput"):
         return
     slow = {_unit(item) for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: _unit(item) not in slow)  # stable: collection order within each part
+    items.sort(key=lambda item: _order_key(_unit(item), slow))  # stable: collection order among equals
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:

@@ -18,6 +18,7 @@ import torch
 import accelhal
 from accelhal.report import CandidateReport, DetectionReport
 from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests import warm
 
 InstallDistribution = Callable[..., Path]
 
@@ -260,9 +261,7 @@ def test_mismatch_below_the_winner_is_an_error_in_strict_mode(
 
 def test_doctor_names_a_mismatch_below_the_winner(install_distribution: InstallDistribution) -> None:
     site = install_hidden(install_distribution)
-    result = subprocess.run(
-        [sys.executable, "-m", "accelhal", "doctor"], capture_output=True, text=True, env=child_env(site), timeout=120
-    )
+    result = warm.run_module("accelhal", ["doctor"], child_env(site), sys.executable, timeout=120)  # as a fresh one
     output = one_line(result.stdout + result.stderr)
     assert result.returncode != 0, output
     assert "'fakedev'" in output and "'otherdev'" in output, output
