@@ -84,18 +84,18 @@ def main(argv: list[str] | None = None) -> int:
     print("\n== Targets")
     print(text_table(*target_table(targets)))
     if not args.quick and (args.gpu or args.suite is None):
-        _write_page(results, env, method.as_dict(), args.out if args.gpu else HERE, args.gpu)
+        command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
+        _write_page(results, env, method.as_dict(), args.out if args.gpu else HERE, args.gpu, command)
     return 0 if all(t.passed for t in targets) else 1
 
 
 def _write_page(
-    results: list[SuiteResult], env: dict[str, str], method: dict[str, Any], where: Path, gpu: bool
+    results: list[SuiteResult], env: dict[str, str], method: dict[str, Any], where: Path, gpu: bool, command: str
 ) -> None:
-    """``RESULTS.md`` (``RESULTS-gpu.md`` for ``gpu``) and the member chart, in ``where``."""
+    """``RESULTS.md`` (``RESULTS-gpu.md`` for ``gpu``) and the member chart, in ``where``; ``command`` made them."""
     suffix = "-gpu" if gpu else ""
     title = "per-member ratio on " + (env.get("gpu") or env["machine"])
     picture = chart(results, where / f"member-ratios{suffix}.png", title)
-    command = "python3 -m benchmarks --gpu --out DIR" if gpu else "python -m benchmarks"
     page = results_markdown(results, env, method, picture.name if picture else None, command)
     (where / f"RESULTS{suffix}.md").write_text(page)
     print(f"wrote {where / f'RESULTS{suffix}.md'}" + (f" and {picture}" if picture else ""))
@@ -108,7 +108,9 @@ def _page_from(directory: Path, names: list[str], gpu: bool) -> int:
     read = [read_json(directory / f"{name}.json") for name in names]
     results = [result for result, _, _ in read]
     _, env, method = read[0]
-    _write_page(results, env, method, directory, gpu)
+    gpu_option = " --gpu" if gpu else ""
+    command = f"python3 -m benchmarks{gpu_option} --suite NAME --out DIR (each suite) ... --page-from DIR"
+    _write_page(results, env, method, directory, gpu, command)
     return 0 if all(t.passed for r in results for t in r.targets) else 1
 
 
