@@ -57,12 +57,16 @@ def _compare(title: str, theirs: dict[str, Any], ours: dict[str, Any]) -> list[s
     return problems
 
 
-def _ddp(own: str) -> list[list[dict[str, Any]]]:
-    """Two ranks under torchrun, each running accelhal's loop and then Accelerate's own: per rank, [own, accelhal]."""
+def _ddp(own: str, visible: str) -> list[list[dict[str, Any]]]:
+    """Two ranks under torchrun on the GPUs ``visible``, each running accelhal's loop and then Accelerate's own.
+
+    Returns, per rank, [own, accelhal].
+    """
     from tests.compat.accelerate_train import finish, start
 
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--standalone"]
-    launched = start(["accelhal", own], torchrun, ACCELHAL_ACCELERATOR=os.environ["ACCELHAL_ACCELERATOR"])
+    selected = os.environ["ACCELHAL_ACCELERATOR"]
+    launched = start(["accelhal", own], torchrun, ACCELHAL_ACCELERATOR=selected, CUDA_VISIBLE_DEVICES=visible)
     records = finish({"ddp": launched})["ddp"]
     runs = {(record["rank"], record["run"]): record for record in records}
     return [[runs[rank, own], runs[rank, "accelhal"]] for rank in (0, 1)]
@@ -74,6 +78,9 @@ def main() -> int:
     parser.add_argument("--ddp", action="store_true", help="also compare two processes under torchrun")
     args = parser.parse_args()
     os.environ["ACCELHAL_ACCELERATOR"] = args.baseline
+    # One process trains on one GPU: with more visible, the Trainer would wrap the model in DataParallel.
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0,1")
+    os.environ["CUDA_VISIBLE_DEVICES"] = visible.split(",")[0]
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     sys.path.insert(0, str(REPO))
     import accelerate
@@ -97,7 +104,7 @@ def main() -> int:
         theirs, ours = run(f"{own_trainer}:{precision}"), run(f"trainer-accelhal:{precision}")
         problems += _compare(f"Trainer (2-layer Llama), {name}: {own_trainer} | trainer-accelhal", theirs, ours)
     if args.ddp:
-        for rank, (theirs, ours) in enumerate(_ddp(own)):
+        for rank, (theirs, ours) in enumerate(_ddp(own, visible)):
             problems += _compare(f"torchrun rank {rank} of 2, fp32: {own} | accelhal", theirs, ours)
     return verdict(problems)
 
