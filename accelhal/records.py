@@ -6,6 +6,7 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from accelhal._record import field, record
@@ -110,8 +111,8 @@ class Decision:
     candidates: list[CandidateRecord]
     plugins: list[PluginRecord]
     failures: list[Failure]
-    environ: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
-    """A copy of ``os.environ`` at the selection; :attr:`environment` is the part a report shows."""
+    environ: dict[str, str] = field(default_factory=lambda: dict(os.environ), compare=False, repr=False)
+    """A copy of ``os.environ`` taken when the decision is made; :attr:`environment` is the part a report shows."""
     error: str | None = None
     seconds: float = 0.0
     torch: TorchDiagnosis | None = None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import os
 import sys
 import threading
 import time
@@ -145,7 +144,6 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
                 candidates=[],
                 plugins=list(reg.plugins) if reg else [],
                 failures=list(reg.failures) if reg else [],
-                environ=dict(os.environ),
                 visible_devices_envs=_visible_devices_envs(reg),
             )
         decision.seconds = time.perf_counter() - started
@@ -250,7 +248,6 @@ def _failed_decision(exc: Exception, probed: list[CandidateRecord]) -> Decision:
         candidates=probed,
         plugins=list(reg.plugins) if reg else [],
         failures=list(reg.failures) if reg else [],
-        environ=dict(os.environ),
         visible_devices_envs=_visible_devices_envs(reg),
         error=f"{type(exc).__name__}: {exc}",
         torch=_torch_diagnosis(),
@@ -399,7 +396,8 @@ def _ships_with_accelhal(registration: Registration, cls: type) -> bool:
     """Whether ``cls`` is a built-in backend's class, registered by accelhal's own distribution.
 
     Those classes are checked against the contract by accelhal's test suite
-    (``tests/test_backends_without_device.py``), so selection does not check them again in
+    (``tests/test_backends_without_device.py`` for the named ones, the conformance kit's identity
+    tests for the generic one on the test device), so selection does not check them again in
     every process (0.2-0.3 ms of the first call); their identity is still checked against the
     spec, since that depends on the plugin that registered it.
     """
@@ -446,7 +444,6 @@ def _decide_forced(
         candidates=[record, *_not_probed(reg, name, requested_by)],
         plugins=list(reg.plugins),
         failures=list(reg.failures),
-        environ=dict(os.environ),
         visible_devices_envs=_visible_devices_envs(reg),
     )
     return decision, instance
@@ -504,7 +501,6 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
         candidates=records,
         plugins=list(reg.plugins),
         failures=list(reg.failures),
-        environ=dict(os.environ),
         visible_devices_envs=_visible_devices_envs(reg),
         unprobed=unprobed,
     )

@@ -105,6 +105,11 @@ def _page_from(directory: Path, names: list[str], gpu: bool) -> int:
     """The page of the suites ``names`` from their JSON files in ``directory``, written beside them."""
     from benchmarks.results import read_json
 
+    missing = [name for name in names if not (directory / f"{name}.json").is_file()]
+    if missing:
+        wanted = " ".join(f"--suite {name}" for name in missing)
+        print(f"{directory} has no JSON of {', '.join(missing)}: run {wanted} --out {directory} first", file=sys.stderr)
+        return 2
     read = [read_json(directory / f"{name}.json") for name in names]
     results = [result for result, _, _ in read]
     _, env, method = read[0]

@@ -136,3 +136,22 @@ def test_results_page_lists_every_target_with_its_verdict(tmp_path: Path) -> Non
     pytest.importorskip("matplotlib")
     picture = chart([result], tmp_path / "ratios.png", "demo")
     assert picture is not None and picture.read_bytes().startswith(b"\x89PNG")
+
+
+def test_page_from_joins_the_json_of_separate_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--page-from``: two runs' JSON (written as ``--suite`` runs write it) make one page, in the suites' order."""
+    from benchmarks.cli import main
+    from benchmarks.results import write_json
+
+    env = {"machine": "x86_64", "gpu": "Demo GPU"}
+    first = SuiteResult("discovery", "Discovery", ["row"], [["a"]], [Target("first call", 9.8, 10.0, "ms")])
+    second = SuiteResult("startup", "Start-up", ["row"], [["b"]], [Target("import", 1.3, 1.25, "x")])
+    write_json([second], env, {"repeats": 51}, tmp_path)
+    write_json([first], env, {"repeats": 51}, tmp_path)
+    status = main(["--gpu", "--suite", "discovery", "--suite", "startup", "--page-from", str(tmp_path)])
+    page = (tmp_path / "RESULTS-gpu.md").read_text()
+    assert status == 1  # one target fails
+    assert "| first call | 9.8 ms |" in page and "| import | 1.300x |" in page and "(1 of 2 pass)" in page
+    assert page.index("## Discovery") < page.index("## Start-up") and "--page-from DIR" in page
+    assert main(["--gpu", "--suite", "gpu", "--page-from", str(tmp_path)]) == 2  # a suite that never ran
+    assert "has no JSON of gpu: run --suite gpu --out" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -215,3 +216,27 @@ def test_report_environment_and_settings_list_every_variable_read() -> None:
     assert sorted(read - set(ALL_VARIABLES)) == []
     assert set(ALL_VARIABLES) - set(RELEVANT_VARIABLES) == {"HOME"}  # reports get pasted into issues
     assert json.dumps(list(ALL_VARIABLES))  # a plain list of names
+
+
+REPORTED_ENVIRONMENT = """
+import json, os
+import accelhal
+accelhal.get_accelerator()
+os.environ["ACCELHAL_STRICT"] = "1"  # after the selection: the report shows the value it was made under
+os.environ["CUDA_VISIBLE_DEVICES"] = "5"
+print(json.dumps(accelhal.detect().model_dump(mode="json")["environment"]))
+"""
+
+
+def test_the_report_shows_the_variables_read_as_they_were_at_the_selection() -> None:
+    """In a fresh process: the variables accelhal reads and each backend's visible-devices variable; not HOME."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": "/home/someone", "UNRELATED_SECRET": "x"}
+    env |= {"ACCELHAL_STRICT": "0", "CUDA_VISIBLE_DEVICES": "0", "ZE_AFFINITY_MASK": "1", "XDG_CACHE_HOME": "/tmp"}
+    done = subprocess.run([sys.executable, "-c", REPORTED_ENVIRONMENT], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "ACCELHAL_STRICT": "0",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "XDG_CACHE_HOME": "/tmp",
+        "ZE_AFFINITY_MASK": "1",
+    }

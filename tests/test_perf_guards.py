@@ -11,6 +11,7 @@ from __future__ import annotations
 import dis
 import inspect
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -46,6 +47,28 @@ def test_import_and_selection_stay_off_heavy_modules() -> None:
     assert after_import == []
     assert "torch" in after_selection  # discovery and the cpu backend ran
     assert not {"pydantic", "rich", "psutil", "pluggy"} & set(after_selection)  # built-ins need no pluggy
+
+
+COLD = ("accelhal.errors", "accelhal.launchers", "accelhal.launcher", "accelhal.report", "accelhal.plugin_index")
+"""accelhal's modules that only a failure, a report or a launcher needs: never on the first call's path."""
+
+COLD_PROBE = """
+import json, sys, torch
+import accelhal, accelhal.settings
+accelhal.get_accelerator()
+print(json.dumps([sorted(set({cold!r}) & set(sys.modules)), "VARIABLES" in vars(accelhal.settings)]))
+"""
+
+
+@pytest.mark.parametrize("forced", ["", "cpu"])
+def test_the_first_call_leaves_errors_reports_and_tables_unloaded(forced: str) -> None:
+    """In a fresh process, on the cascade and with a forced backend: no error class, report or variable table."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC"))}
+    env["ACCELHAL_ACCELERATOR"] = forced
+    code = COLD_PROBE.format(cold=COLD)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    loaded, table_built = json.loads(out.stdout)
+    assert loaded == [] and table_built is False, out.stdout
 
 
 def count_events(func: Callable[[], Any]) -> list[tuple[str, str]]:
