@@ -11,6 +11,11 @@ script's, then ``PYTHONPATH``), its working directory, its arguments, stdin from
 ``__main__`` and exits through the interpreter's own shutdown. What it sees is what a
 program that imported torch first sees.
 
+The server freezes what ``import torch`` made (``gc.freeze()``, as Python's documentation
+advises before a fork): the child's collections, and its shutdown's, leave those objects
+alone. A child that ran ``accelhal info`` took 0.78 s of CPU without it and 0.33 s with it,
+most of the difference in the collections that walked torch's objects at shutdown.
+
 The server imports torch under the call's own start-up variables (Python's, torch's, the
 loader's, the thread pools'): a call whose variables differ from the last one's starts a new
 server. A call gets a fresh interpreter instead where the server cannot stand for one: another
@@ -35,8 +40,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 SERVER = r"""
-import json, os, sys
+import gc, json, os, sys
 import torch  # noqa: F401
+
+gc.freeze()  # torch's objects: never traversed by a child's collections, nor by its shutdown's
 
 requests, replies = os.fdopen(int(sys.argv[1])), os.fdopen(int(sys.argv[2]), "w")
 for line in requests:
