@@ -1,5 +1,5 @@
 """``python -m accelhal``: the same as the ``accelhal`` command."""
 
-from accelhal.cli import main
+from accelhal.cli import console_main
 
-raise SystemExit(main())
+console_main()
