@@ -38,31 +38,28 @@ def _unit(item: pytest.Item) -> str:
 
 
 RECORDED_SECONDS = {
-    "tests/cli/test_commands.py": 76,
-    "tests/privateuse1/test_generic_backend.py": 50,
-    "tests/test_conformance_simulated.py": 43,
-    "tests/test_distributed_multinode.py": 35,
-    "tests/compat/test_lightning.py": 35,
-    "tests/cli/test_first_run.py": 29,
-    "tests/privateuse1/test_vendor_backends.py": 28,
-    "tests/test_torch_import.py": 27,
-    "tests/cli/test_doctor_faults.py": 26,
-    "tests/test_plugin_deferral.py": 24,
-    "tests/cli/test_exit_codes.py": 22,
-    "tests/cli/test_check.py": 20,
-    "tests/privateuse1/test_accelerate.py": 19,
-    "tests/test_simulated_backends.py": 18,
-    "tests/privateuse1/test_frameworks.py": 18,
-    "tests/cli/test_terminal.py": 18,
-    "tests/cli/test_vendor_output.py": 17,
-    "tests/test_identity_edges.py": 15,
-    "tests/cli/test_explain.py": 13,
+    "tests/cli/test_commands.py": 42,
+    "tests/test_conformance_simulated.py": 34,
+    "tests/test_distributed_multinode.py": 33,
+    "tests/test_torch_import.py": 31,
+    "tests/privateuse1/test_vendor_backends.py": 27,
+    "tests/compat/test_lightning.py": 26,
+    "tests/cli/test_check.py": 25,
+    "tests/cli/test_first_run.py": 21,
+    "tests/cli/test_doctor_faults.py": 19,
+    "tests/privateuse1/test_generic_backend.py": 19,
+    "tests/cli/test_terminal.py": 17,
+    "tests/privateuse1/test_frameworks.py": 16,
+    "tests/test_plugin_deferral.py": 14,
     "tests/test_distributed_launch_env.py": 13,
-    "tests/test_distributed_torchrun.py": 11,
-    "tests/test_conformance.py": 11,
+    "tests/test_identity_edges.py": 12,
+    "tests/privateuse1/test_accelerate.py": 12,
+    "tests/cli/test_exit_codes.py": 11,
     "tests/test_entry_points.py": 11,
+    "tests/test_distributed_torchrun.py": 11,
 }
-"""Seconds each unit without a ``slow`` test took (10 s or more), on two idle cores with ``-n auto`` (2026-11-26).
+"""Seconds each unit without a ``slow`` test took (10 s or more), on two cores with ``-n auto`` (2026-11-26, pip's
+cache off, as ``.ci/run`` runs it).
 
 Only the order reads them: a unit missing here (or renamed) goes after these, in collection order; a figure
 that has drifted costs at most a less even finish."""
