@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -106,15 +109,29 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     parallel.choose_distribution(config)
 
 
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
+"""Where Inductor keeps what it compiled (torch's default, ``/tmp/torchinductor_<user>``, outlives a run)."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Byte-compile the checkout once per run, before any worker or child interpreter starts.
+    """Before any worker or child interpreter starts: byte-compile the checkout; give Inductor this run's cache.
 
     The suite starts hundreds of interpreters that import accelhal; where
     ``PYTHONDONTWRITEBYTECODE`` is set (as on CI machines), none of them writes the
     ``.pyc`` files it compiled, so each compiles accelhal again (about 0.1 s of CPU).
+    Inductor compiles into a directory of the run (every process of the run shares it,
+    removed at its end): what the compile tests compile is compiled as on a new machine,
+    never served from another run's kernels.
     """
     if not hasattr(config, "workerinput"):
         compile_checkout()
+        os.environ[INDUCTOR_CACHE] = tempfile.mkdtemp(prefix="accelhal-tests-inductor-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the run's Inductor cache (made by :func:`pytest_configure`)."""
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(os.environ.pop(INDUCTOR_CACHE, ""), ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
