@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,9 +36,14 @@ def venv_python(tmp_path_factory: pytest.TempPathFactory, run_cache: RunCache, a
     return python
 
 
-def report(python: Path, **env: str) -> dict[str, object]:
+def environment(**env: str) -> dict[str, str]:
+    """This environment without accelhal's variables or ``PYTHONPATH`` (the checkout), plus ``env``."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACC", "PYTHONPATH"))}
-    out = run([str(python), "-c", REPORT], env={**clean, **env}, cwd=python.parent)
+    return {**clean, **env}
+
+
+def report(python: Path, **env: str) -> dict[str, object]:
+    out = run([str(python), "-c", REPORT], env=environment(**env), cwd=python.parent)
     result: dict[str, object] = json.loads(out.stdout)
     return result
 
@@ -76,3 +82,18 @@ def test_block_list_blocks_the_plugin(venv_python: Path) -> None:
 def test_forcing_the_plugin_by_name(venv_python: Path) -> None:
     result = report(venv_python, ACCELHAL_ACCELERATOR=" ACME ")
     assert result["chosen"] == "acme" and result["rule"] == "ACCELHAL_ACCELERATOR"
+
+
+def test_the_installed_accelhal_program_shows_the_plugin_and_exits_as_documented(venv_python: Path) -> None:
+    program = venv_python.parent / "accelhal"  # the launcher pip wrote from the wheel's entry point
+
+    def accelhal(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        command = [str(program), *args]
+        return subprocess.run(command, env=environment(**env), cwd=program.parent, capture_output=True, text=True)
+
+    shown = accelhal("info", "--json")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["accelerator"]["name"] == "acme"
+    mistaken = accelhal("info", ACCELHAL_ACCELERATOR="nonexistent")
+    assert mistaken.returncode == 2 and mistaken.stdout == ""
+    assert mistaken.stderr.startswith("accelhal: error: unknown accelerator 'nonexistent'"), mistaken.stderr
