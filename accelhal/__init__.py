@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         RankLostError,
         UnknownBackendError,
         UnsupportedFeatureError,
+        UnsupportedReleaseError,
     )
     from accelhal.hookspecs import hookimpl
     from accelhal.report import AcceleratorInfo, DetectionReport
@@ -62,6 +63,7 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "accelhal.errors",
     "ContractError": "accelhal.errors",
     "UnsupportedFeatureError": "accelhal.errors",
+    "UnsupportedReleaseError": "accelhal.errors",
     "DistributedSetupError": "accelhal.errors",
     "CompileBackendError": "accelhal.errors",
     "RankLostError": "accelhal.errors",
@@ -94,6 +96,7 @@ __all__ = [
     "PluginError",
     "ContractError",
     "UnsupportedFeatureError",
+    "UnsupportedReleaseError",
     "DistributedSetupError",
     "CompileBackendError",
     "RankLostError",

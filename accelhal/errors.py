@@ -114,6 +114,24 @@ class ContractError(AccelhalError, TypeError):
     """An object or class does not honour the :class:`accelhal.Accelerator` contract."""
 
 
+class UnsupportedReleaseError(AccelhalError, RuntimeError):
+    """An installed framework release outside the range an adapter supports.
+
+    Raised by an adapter's ``install()``/``register()`` before anything is patched.
+    ``framework``, ``installed`` and ``supported`` (``">=0.15.0,<0.20"``) name what was found
+    and what would be right.
+    """
+
+    def __init__(self, framework: str, installed: str, supported: str, *, detail: str = "") -> None:
+        message = f"{framework} {installed} is outside the releases accelhal supports ({framework}{supported})"
+        if detail:
+            message += f": {detail}"
+        super().__init__(message)
+        self.framework = framework
+        self.installed = installed
+        self.supported = supported
+
+
 class UnsupportedFeatureError(AccelhalError, NotImplementedError):
     """The active backend has no such feature (for example user streams on MPS).
 
