@@ -56,6 +56,45 @@ def core(session: nox.Session, torch: str) -> None:
     session.run("python", "-m", "pytest", *CORE_SUITE, *session.posargs)
 
 
+ADAPTER_ENDS: dict[str, tuple[str, ...]] = {
+    "floor": (
+        "torch==2.4.1",
+        "deepspeed==0.15.0",
+        "lightning==2.4.0",
+        "pytorch_lightning==2.4.0",
+        "accelerate==1.0.0",
+        "transformers==4.46.0",
+        "ray[train]==2.40.0",
+    ),
+    "newest": (
+        "torch==2.13.0",
+        "deepspeed==0.19.8",
+        "lightning==2.6.6",
+        "pytorch_lightning==2.6.6",
+        "accelerate==1.15.0",
+        "transformers==5.23.0",
+        "ray[train]==2.60.0",
+    ),
+}
+"""Each end of the framework releases the adapters support (their ``ReleaseRange`` floors and newest releases,
+which ``tests/test_release_ranges.py`` checks against these pins), with a torch that each end supports."""
+
+
+@nox.session
+@nox.parametrize("end", list(ADAPTER_ENDS))
+def adapters(session: nox.Session, end: str) -> None:
+    """The adapters' tests (``tests/compat``) with every framework at one end of its supported range.
+
+    ``nox -s "adapters(floor)"`` (CI runs it) and ``nox -s "adapters(newest)"`` (the README's suite has
+    the newest releases already). ``-- -n 2`` runs on two pytest-xdist workers.
+    """
+    torch, *frameworks = ADAPTER_ENDS[end]
+    session.install(torch)
+    session.install("-e", ".[test-core]", *frameworks)
+    session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
+    session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff: lint and formatting."""
