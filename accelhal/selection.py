@@ -506,15 +506,28 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     )
     decision.explanation = _explanation(decision, chosen_record)
     if decision.rule == "fallback":
-        problems = _failure_summary(reg)
-        logger.warning(
-            "accelhal: using the cpu backend because no accelerator qualified. Probed: %s.%s",
-            _others(decision, chosen_record),
-            f" Plugin problems: {problems} ('accelhal doctor' says how to fix them)." if problems else "",
-        )
+        logger.warning("%s", _fallback_warning(len(reg.failures)))
+        if logger.isEnabledFor(logging.DEBUG):
+            problems = _failure_summary(reg)
+            logger.debug(
+                "accelhal: the cpu fallback was chosen. Probed: %s.%s",
+                _others(decision, chosen_record),
+                f" Plugin problems: {problems} ('accelhal doctor' says how to fix them)." if problems else "",
+            )
     else:
         logger.info("accelhal: selected %r by priority", chosen.name)
     return decision, chosen
+
+
+def _fallback_warning(plugin_problems: int) -> str:
+    """The warning of a cascade that fell back to cpu: one line of at most 120 characters.
+
+    What each probe said is in the DEBUG record beside it, :func:`detect` and ``accelhal explain``.
+    """
+    problems = ""
+    if plugin_problems:
+        problems = f"; {plugin_problems} plugin problem{'s' if plugin_problems > 1 else ''}: 'accelhal doctor'"
+    return f"accelhal: no accelerator qualified, so cpu is used ('accelhal explain' says why{problems})"
 
 
 def _failure_summary(reg: plugins.Registry) -> str:

@@ -3,29 +3,88 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 import accelhal
 from accelhal import selection
 from accelhal.spec import Status
+from tests import warm
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
 
+FALLBACK_WARNING = "accelhal: no accelerator qualified, so cpu is used ('accelhal explain' says why)"
 
-def test_fallback_is_cpu_with_a_warning_that_says_what_was_probed(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="accelhal"):
+
+def test_fallback_is_cpu_with_one_short_warning_and_the_verdicts_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG, logger="accelhal"):
         acc = accelhal.get_accelerator()
     assert acc.name == "cpu"
     report = accelhal.detect()
     assert (report.chosen, report.rule) == ("cpu", "fallback")
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
-    assert "no accelerator qualified" in warnings[0]
+    assert warnings == [FALLBACK_WARNING]
+    (details,) = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG and "Probed:" in r.getMessage()]
     for candidate in report.candidates:
         if candidate.name != "cpu":
-            assert f"{candidate.name}: {candidate.status.value}" in warnings[0]
+            verdict = f"{candidate.name}: {candidate.status.value} ({candidate.reason})"
+            assert verdict in details
+            assert verdict in report.explanation
+
+
+def test_the_concepts_page_quotes_the_warning_as_it_is() -> None:
+    page = " ".join((Path(__file__).parent.parent / "docs" / "concepts.md").read_text().split())
+    assert f"`{FALLBACK_WARNING}`" in page
+
+
+FIRST_CALL = """
+import logging, sys
+if sys.argv[1:] == ["debug"]:
+    logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+import accelhal
+accelhal.get_accelerator()
+"""
+
+
+def _first_call(*args: str, path: str = "") -> list[str]:
+    """The lines a fresh process's first ``get_accelerator()`` writes to stderr (logging as a program leaves it)."""
+    env = {**os.environ, "PYTHONPATH": path} if path else dict(os.environ)
+    result = warm.run_code(FIRST_CALL, list(args), env, sys.executable, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    return result.stderr.splitlines()
+
+
+def test_a_programs_first_call_writes_one_short_line_naming_accelhal_explain() -> None:
+    (line,) = _first_call()
+    assert line == FALLBACK_WARNING
+    assert len(line) <= 120
+
+
+def test_the_first_calls_debug_log_keeps_every_verdict() -> None:
+    lines = _first_call("debug")
+    assert f"WARNING accelhal: {FALLBACK_WARNING}" in lines
+    (details,) = [line for line in lines if line.startswith("DEBUG accelhal: accelhal: the cpu fallback was chosen.")]
+    for verdict in ("cuda: no-device (torch loads but torch.cuda.device_count() is 0", "npu: not-installed"):
+        assert verdict in details
+
+
+def test_the_fallback_warning_counts_plugin_problems_in_its_one_line(
+    install_distribution: InstallDistribution,
+) -> None:
+    broken = "raise ImportError('libacme.so: cannot open shared object file')"
+    modules = {"acme_one": broken, "acme_two": broken}
+    site = install_distribution("acme-accel", modules, {"acmeone": "acme_one", "acmetwo": "acme_two"})
+    (line,) = _first_call(path=str(site.parent))
+    assert line == FALLBACK_WARNING[:-1] + "; 2 plugin problems: 'accelhal doctor')"
+    assert len(line) <= 120
+    lines = _first_call("debug", path=str(site.parent))
+    (details,) = [line for line in lines if line.startswith("DEBUG accelhal: accelhal: the cpu fallback was chosen.")]
+    assert "Plugin problems: plugin 'acmeone' cannot be imported: ImportError: libacme.so" in details
 
 
 def test_cached_accelerator_is_the_same_object() -> None:

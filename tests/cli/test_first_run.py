@@ -112,13 +112,14 @@ def test_why_names_the_winner_of_the_cascade(install_distribution: InstallDistri
     assert "why: 'acme' is the available backend with the highest priority (990). The other probes said:" in flat
 
 
-def test_the_fallback_warning_names_the_plugin_problems(staged_path: str) -> None:
+def test_the_fallback_warning_counts_the_plugin_problems(staged_path: str) -> None:
     code = "import accelhal; accelhal.get_accelerator()"
     result = run_accelhal(code=code, env={"PYTHONPATH": staged_path})
     assert result.returncode == 0, result.output
-    assert "accelhal: using the cpu backend because no accelerator qualified" in result.stderr
-    assert "Plugin problems: plugin 'staged_broken' cannot be imported: ImportError: staged:" in result.stderr
-    assert "'accelhal doctor' says how to fix them" in result.stderr
+    assert result.stderr.splitlines()[0] == (
+        "accelhal: no accelerator qualified, so cpu is used "
+        "('accelhal explain' says why; 1 plugin problem: 'accelhal doctor')"
+    )
 
 
 def test_explain_bullets_continue_under_their_text(staged: Callable[..., Result]) -> None:
