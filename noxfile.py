@@ -30,9 +30,9 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-n", "auto", *session.posargs)
 
 
-CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1"]
-"""The torch releases the core suite runs on: the declared floor (``torch>=2.4``), the newest installable
-here, and points between (docs/support.md). CI (``.ci/run``) runs the first and the last: ``nox -t core-ends``."""
+CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1", "2.15.0"]
+"""The torch releases the core suite runs on: the declared floor (``torch>=2.4``), the newest on the package
+index, and points between (docs/support.md). CI (``.ci/run``) runs the first and the last: ``nox -t core-ends``."""
 
 CORE_SUITE = ["-m", "not adapter"]
 """Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
@@ -127,6 +127,21 @@ def xla(session: nox.Session) -> None:
     session.install("-e", ".", "pytest")
     client = {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}
     session.run("python", "-m", "pytest", "tests/xla", "-rP", "-p", "no:cacheprovider", *session.posargs, env=client)
+
+
+@nox.session
+@nox.parametrize("torch_npu", ["2.13.0", "2.14.0"])
+def npu(session: nox.Session, torch_npu: str) -> None:
+    """The real ``torch_npu`` wheel (no CANN, no device) with its torch: ``tests/test_vendor_stacks.py``.
+
+    The test builds its own venv of torch ``X.Y.0`` and torch_npu ``X.Y.0`` from the package index; the
+    README's suite runs the first release.
+    """
+    install_project(session, "test-core")
+    release = {"ACCELHAL_TEST_TORCH_NPU": torch_npu}
+    session.run(
+        "python", "-m", "pytest", "tests/test_vendor_stacks.py", "-p", "no:cacheprovider", *session.posargs, env=release
+    )
 
 
 @nox.session

@@ -1,4 +1,7 @@
-"""Real vendor stacks: torch 2.13.0 with the real ``torch_npu`` 2.13.0 wheel, and no Ascend hardware or CANN.
+"""Real vendor stacks: the real ``torch_npu`` wheel with the torch it is built for, and no Ascend hardware or CANN.
+
+torch_npu 2.13.0 with torch 2.13.0 by default; ``ACCELHAL_TEST_TORCH_NPU=2.14.0`` takes another release
+(``nox -s "npu(torch_npu='2.14.0')"``): torch_npu X.Y.0 requires torch X.Y.0.
 
 The everyday situation of anyone who ``pip install``s torch_npu on a laptop, a CI runner
 or a GPU box. torch's backend autoload loads torch_npu's ``torch.backends`` entry point
@@ -16,6 +19,7 @@ it is built once and kept (see :func:`tests.venvs.vendor_venv`).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +34,10 @@ from tests.venvs import vendor_venv
 
 pytestmark = pytest.mark.slow
 
-TORCH = "torch==2.13.0"
-TORCH_NPU = "torch_npu==2.13.0"
+RELEASE = os.environ.get("ACCELHAL_TEST_TORCH_NPU", "").strip() or "2.13.0"
+"""The torch_npu release under test, and the torch release it is built for."""
+TORCH = f"torch=={RELEASE}"
+TORCH_NPU = f"torch_npu=={RELEASE}"
 
 AUTOLOAD_ON: dict[str, str] = {}
 AUTOLOAD_OFF = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -95,7 +101,7 @@ import torch  # once failed, never re-run in this process: an ImportError at onc
 
 @pytest.fixture(scope="module")
 def npu_python(run_cache: RunCache, accelhal_wheel: Path) -> Path:
-    """The python of a venv holding torch 2.13.0, the real torch_npu 2.13.0, pytest and accelhal."""
+    """The python of a venv holding the real torch_npu, the torch it is built for, pytest and accelhal."""
     return vendor_venv("torch_npu", [TORCH, "pytest"], [TORCH, TORCH_NPU], wheel=accelhal_wheel, run_cache=run_cache)
 
 
@@ -135,7 +141,7 @@ def test_the_venv_holds_the_real_vendor_stack(npu_python: Path) -> None:
         "{'torch.backends': [e.value for e in m.entry_points(group='torch.backends')]}))"
     )
     found = json.loads(run(npu_python, ["-c", code], {}).stdout)
-    assert found["torch"].startswith("2.13.0") and found["torch_npu"] == "2.13.0"
+    assert found["torch"].startswith(RELEASE) and found["torch_npu"] == RELEASE
     assert found["torch.backends"] == ["torch_npu:_autoload"]
 
 
@@ -175,7 +181,7 @@ def test_info_json_carries_the_error_and_the_torch_diagnosis(results: dict[Case,
         "entry_point": "torch_npu",
         "value": "torch_npu:_autoload",
         "distribution": "torch_npu",
-        "version": "2.13.0",
+        "version": RELEASE,
         "error": torch["cause"],
     }
     assert [fix.split()[0] for fix in torch["fixes"]] == ["Make", "Or", "Or"]
@@ -203,7 +209,7 @@ def test_check_refuses_once(results: dict[Case, Result]) -> None:
 
 def test_doctor_names_the_autoload_culprit_and_the_vendor_runtime(results: dict[Case, Result]) -> None:
     found = {p["code"]: p for p in document(results["autoload", ("doctor",), True])["problems"]}
-    assert "torch_npu = torch_npu:_autoload from torch_npu 2.13.0" in found["torch-autoload"]["detail"]
+    assert f"torch_npu = torch_npu:_autoload from torch_npu {RELEASE}" in found["torch-autoload"]["detail"]
     assert "set_env.sh" in found["torch-autoload"]["fix"]
     broken = {p["code"]: p for p in document(results["no-autoload", ("doctor",), True])["problems"]}
     assert "libhccl.so" in broken["backend-broken"]["detail"]
