@@ -8,6 +8,10 @@
 ``import accelhal`` is free of side effects: it imports neither torch nor any vendor
 package (nor pydantic, pluggy or rich), writes no environment variable and creates no
 device context. Every public name below is loaded on first access (PEP 562).
+
+This module holds no assertions for pytest to rewrite (PYTEST_DONT_REWRITE): a program that
+imports accelhal and then runs pytest, as ``accelhal.testing.run_suite()`` does, gets no
+warning that it was imported too early; the conformance kit's modules are still rewritten.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -16,6 +17,7 @@ from accelhal import selection
 from accelhal.testing import use_accelerator
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 from tests.conformance_runs import run_pytest
+from tests.venvs import fresh_venv, pip_install
 
 MARKED = """
 import pytest
@@ -104,3 +106,29 @@ def test_importing_the_plugin_is_cheap() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+RUN_SUITE_AFTER_IMPORT = """
+import sys, accelhal
+accelhal.get_accelerator()  # imports accelhal_backends too: both are marked for rewriting
+from accelhal.testing import run_suite
+code = run_suite("cpu", ["-q", "-p", "no:randomly", "-p", "no:cacheprovider", "-W", "error", "-k", "boolean_query"])
+kit = sys.modules["accelhal.testing.conformance.base"]
+print(accelhal.__file__, type(kit.__loader__).__name__)
+sys.exit(code)
+"""
+
+
+@pytest.mark.slow
+def test_run_suite_from_a_program_that_imported_accelhal_warns_nothing(tmp_path: Path, accelhal_wheel: Path) -> None:
+    # installed from a wheel, as users have it: pytest then marks accelhal's top-level packages for rewriting
+    python = fresh_venv(tmp_path / "venv")
+    pip_install(python, accelhal_wheel)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [str(python), "-W", "error", "-c", RUN_SUITE_AFTER_IMPORT]
+    result = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Warning" not in result.stdout + result.stderr
+    accelhal_file, loader = result.stdout.splitlines()[-1].split()
+    assert accelhal_file.startswith(str(tmp_path / "venv"))
+    assert loader == "AssertionRewritingHook"  # the kit's modules are still rewritten

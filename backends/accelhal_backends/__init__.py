@@ -7,4 +7,6 @@ when it matters: ``<name>/accelerator.py``, the accelerator class, when the back
 chosen; a probe that does more than count devices (``cuda/__init__.py``,
 ``xla/detection.py``), when it runs. The generic backend (``generic/``) and the op builders
 (``builtin_ops/``) are plugin modules of their own.
+
+This module holds no assertions for pytest to rewrite (PYTEST_DONT_REWRITE; see ``accelhal``).
 """
