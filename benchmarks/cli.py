@@ -28,14 +28,15 @@ from benchmarks.method import Method
 from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
 
 HERE = Path(__file__).resolve().parent
-CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops")
+CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops", "adapters")
 """In this order: the in-process suites first, then those that spawn processes.
 
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
 ``members``, which must not see DeepSpeed's side effects.
 """
-GPU_SUITES = ("gpu", "compile", "hot_path", "discovery", "startup")
-"""On the GPU machine: the cuda figures, torch.compile's step ratio, then the process-level figures on that host too."""
+GPU_SUITES = ("gpu", "compile", "hot_path", "discovery", "startup", "adapters")
+"""On the GPU machine: the cuda figures, torch.compile's step ratio, the process-level figures on that host too, then
+a training step through each framework adapter."""
 
 
 def _suite(name: str) -> Callable[[Method], SuiteResult]:

@@ -155,3 +155,20 @@ def test_page_from_joins_the_json_of_separate_runs(tmp_path: Path, capsys: pytes
     assert page.index("## Discovery") < page.index("## Start-up") and "--page-from DIR" in page
     assert main(["--gpu", "--suite", "gpu", "--page-from", str(tmp_path)]) == 2  # a suite that never ran
     assert "has no JSON of gpu: run --suite gpu --out" in capsys.readouterr().err
+
+
+def test_adapter_blocks_alternate_in_rotated_rounds_after_an_untimed_warm_up() -> None:
+    from benchmarks.adapters import alternate
+
+    calls: list[str] = []
+
+    def block(name: str, seconds: float) -> Any:
+        def run() -> float:
+            calls.append(name)
+            return seconds
+
+        return run
+
+    samples = alternate({"own": block("own", 1.0), "accelhal": block("accelhal", 2.0)}, rounds=3)
+    assert calls == ["own", "accelhal", "own", "accelhal", "accelhal", "own", "own", "accelhal"]
+    assert samples["own"].values == [1.0] * 3 and samples["accelhal"].values == [2.0] * 3
