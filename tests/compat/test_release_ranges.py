@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 import importlib
 import re
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from accelhal.compat._releases import ReleaseRange
 
