@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 import accelhal
 from accelhal.settings import VARIABLES
 
@@ -30,3 +32,52 @@ def test_environment_page_names_real_variables_and_every_accelhal_one() -> None:
     assert named <= known, named - known
     users = {v.name for v in VARIABLES if v.name.startswith("ACCELHAL_") and "accelhal.testing" not in v.help}
     assert users <= named, users - named
+
+
+def generated_pages() -> dict[Path, str]:
+    """What ``scripts/reference_markdown.py`` writes now (skipped where the generic backend cannot load)."""
+    try:
+        import accelhal_backends.generic.accelerator  # noqa: F401 - torch.accelerator, from torch 2.6 on
+    except (ImportError, AttributeError) as exc:
+        pytest.skip(f"the contract page lists the generic backend, which this torch cannot load: {exc}")
+    from scripts.reference_markdown import pages
+
+    return pages()
+
+
+def test_generated_pages_are_what_the_code_says() -> None:
+    stale = [path.name for path, text in generated_pages().items() if path.read_text() != text]
+    assert not stale, f"{stale} differ from the code: run `python scripts/reference_markdown.py`"
+
+
+def test_contract_page_says_what_cpu_memory_figures_are() -> None:
+    text = (REFERENCE / "contract.md").read_text()
+    entry = text[text.index("### `memory_allocated`") : text.index("### `max_memory_allocated`")]
+    assert "- `cpu` (`CpuAccelerator`): The process's resident set size in bytes." in entry
+
+
+BUILTIN_RANGE = re.compile(r"\b(\d{3})\s*(?:to|\u2013|-|and)\s*(\d{3})\b")
+"""A range of three-digit numbers, as a page would state the built-ins' priorities."""
+
+
+def test_priority_range_is_stated_once_and_matches_the_catalog() -> None:
+    from accelhal.spec import BackendSpec
+    from accelhal_backends import catalog
+
+    priorities = {v.name: v.priority for v in vars(catalog).values() if isinstance(v, BackendSpec)}
+    lowest, highest = min(priorities, key=priorities.__getitem__), max(priorities, key=priorities.__getitem__)
+    stated = re.search(
+        r"span (\d+) \(`(\w+)`, always last\) to (\d+) \(`(\w+)`\)", (REFERENCE / "priorities.md").read_text()
+    )
+    assert stated is not None
+    assert stated.groups() == (str(priorities[lowest]), lowest, str(priorities[highest]), highest)
+    repo = REFERENCE.parent.parent
+    others = [*repo.glob("docs/**/*.md"), repo / "README.md", repo / "accelhal" / "spec.py"]
+    elsewhere = [
+        f"{page.relative_to(repo)}: {match.group(0)}"
+        for page in others
+        if page.name != "priorities.md"
+        for match in BUILTIN_RANGE.finditer(page.read_text())
+        if "prio" in page.read_text()[max(0, match.start() - 200) : match.end()].lower()
+    ]
+    assert not elsewhere, f"the built-ins' priorities are stated in docs/reference/priorities.md only: {elsewhere}"
