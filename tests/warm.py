@@ -198,6 +198,28 @@ def run_script(
     return _run([python, str(script), *args], what, env, timeout, cwd)
 
 
+def run_module_on_terminal(module: str, args: list[str], env: Mapping[str, str], terminal: str, timeout: float) -> int:
+    """``python -m module *args`` with stdout and stderr on the terminal device ``terminal``; its exit status.
+
+    Forked from the warm interpreter where that is the same as a fresh one, as :func:`run_module`.
+    """
+    if not _path_changes_torch(env) and (server := _server_for(env)) is not None:
+        try:
+            what = {"module": module, "script": None, "code": None, "args": args, "env": dict(env)}
+            request = {**what, "cwd": os.getcwd(), "timeout": max(1, math.ceil(timeout))}
+            code = server.run({**request, "stdout": terminal, "stderr": terminal}, timeout)
+        finally:
+            server.lock.release()
+        if code is not None:
+            return code
+    with open(terminal, "wb") as out:
+        command = [sys.executable, "-m", module, *args]
+        proc = subprocess.run(
+            command, env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=timeout, check=False
+        )
+    return proc.returncode
+
+
 def _run(
     command: list[str], what: Mapping[str, object], env: Mapping[str, str], timeout: float, cwd: Path | None
 ) -> subprocess.CompletedProcess[str]:
