@@ -84,6 +84,28 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
     return Verdict.available(f"{devices} device(s) visible to {module}")
 
 
+def torch_accelerator_type() -> str | None:
+    """The device type ``torch.accelerator.current_accelerator()`` reports, or ``None``; creates no device context.
+
+    Imports torch. ``None`` where torch has no ``torch.accelerator`` (older than 2.6) or reports
+    no accelerator (torch 2.6's ``current_accelerator()`` raises there; later ones return ``None``).
+    """
+    import inspect
+
+    import torch
+
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None:  # torch older than 2.6
+        return None
+    try:
+        device = accelerator.current_accelerator()
+    except RuntimeError:  # torch 2.6's raises where no accelerator is available (later ones answer)
+        if "check_available" in inspect.signature(accelerator.current_accelerator).parameters:
+            raise
+        return None
+    return None if device is None else str(device.type)
+
+
 def device_module_probe(package: str, module: str, hint: str, count: str = "device_count") -> Probe:
     """A zero-argument probe (for :attr:`accelhal.BackendSpec.probe`) running :func:`probe_device_module`."""
     return functools.partial(probe_device_module, package, module, hint, count)

@@ -404,26 +404,38 @@ def _ships_with_accelhal(registration: Registration, cls: type) -> bool:
     return registration.plugin.builtin and cls.__module__.partition(".")[0] == "accelhal_backends"
 
 
+GENERIC_ALIAS = "generic"
+"""The name that forces the backend the generic plugin offers: the device type ``torch.accelerator`` reports.
+
+A backend registered under this very name is forced as any other; the alias applies only where none is.
+"""
+
+
 def _decide_forced(
     settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
 ) -> tuple[Decision, Accelerator]:
-    """Resolve a backend forced by name; ``probed`` collects its record even when this raises."""
+    """Resolve a backend forced by name or by :data:`GENERIC_ALIAS`; ``probed`` gets its record even if this raises."""
     reg = _selection_registry(settings, name, requested_by)
     registration = reg.backends.get(name)
     if registration is None and reg.load_deferred():  # the index was out of date: import the rest
         registration = reg.backends.get(name)
+    alias = ""
+    if registration is None and name == GENERIC_ALIAS:
+        registration = _generic_registration(reg, requested_by)
+        alias, name = name, registration.spec.name
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
         hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
         from accelhal.errors import UnknownBackendError
 
         raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
+    requested = f"{requested_by}={alias}" if alias else requested_by
     record = _run_probe(registration)
     probed.append(record)
     if record.status is not Status.AVAILABLE:
         from accelhal.errors import BackendUnavailableError
 
-        raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested_by)
+        raise BackendUnavailableError(name, record.reason, hint=record.hint, requested_by=requested)
     try:
         instance = _capturing(record, functools.partial(_construct, registration))
     except Exception as caught:
@@ -435,18 +447,73 @@ def _decide_forced(
         from accelhal.errors import BackendUnavailableError
 
         raise BackendUnavailableError(
-            name, f"{exc.stage} failed: {exc.detail}", hint=exc.hint, requested_by=requested_by
+            name, f"{exc.stage} failed: {exc.detail}", hint=exc.hint, requested_by=requested
         ) from exc
+    requested_name = f"{alias!r}, the backend of torch's accelerator {name!r}," if alias else repr(name)
     decision = Decision(
         chosen=name,
         rule=requested_by,
-        explanation=f"{name!r} was requested by {requested_by}; its probe says: {record.reason}",
+        explanation=f"{requested_name} was requested by {requested_by}; its probe says: {record.reason}",
         candidates=[record, *_not_probed(reg, name, requested_by)],
         plugins=list(reg.plugins),
         failures=list(reg.failures),
         visible_devices_envs=_visible_devices_envs(reg),
     )
     return decision, instance
+
+
+def _generic_registration(reg: plugins.Registry, requested_by: str) -> Registration:
+    """The one backend a generic plugin offers (:attr:`BackendSpec.generic`); where there is none, raises saying why."""
+    offered = [r for r in reg.backends.values() if r.spec.generic]
+    if len(offered) == 1:
+        return offered[0]
+    if offered:
+        from accelhal.errors import ConfigurationError
+
+        names = _names(sorted(repr(r.spec.name) for r in offered))
+        raise ConfigurationError(
+            f"{requested_by}={GENERIC_ALIAS} is ambiguous: generic backends are registered for {names}; "
+            "force one by its name",
+            variable=requested_by,
+            value=GENERIC_ALIAS,
+        )
+    reason, hint = _no_generic_backend(reg, requested_by)
+    from accelhal.errors import BackendUnavailableError
+
+    raise BackendUnavailableError(
+        GENERIC_ALIAS,
+        f"no device torch.accelerator reports is left to the generic backend: {reason}",
+        hint=hint,
+        requested_by=requested_by,
+    )
+
+
+def _no_generic_backend(reg: plugins.Registry, requested_by: str) -> tuple[str, str | None]:
+    """Why no generic backend is registered, and what to do (imports torch: an error path only)."""
+    plugin = next((p for p in reg.plugins if p.builtin and p.name == GENERIC_ALIAS), None)
+    if plugin is not None and plugin.state != "loaded":
+        return f"the generic plugin is not loaded ({plugin.state}: {plugin.detail})", None
+    if not torch_import.attempt().loaded:
+        diagnosis = _torch_diagnosis()
+        assert diagnosis is not None and diagnosis.reason is not None
+        return diagnosis.reason, diagnosis.hint
+    from accelhal.probing import torch_accelerator_type
+
+    device_type = torch_accelerator_type()
+    if device_type is None or device_type == "cpu":
+        return "torch reports no accelerator (torch.accelerator.current_accelerator() is None)", (
+            "install the device's torch package (torch's device autoload imports it) or import it before selecting"
+        )
+    serving = [r for r in reg.ordered() if r.spec.device_type == device_type]
+    if serving:
+        name, owner = serving[0].spec.name, serving[0].plugin.name
+        return f"torch's accelerator is {device_type!r}, which the {name!r} backend serves", (
+            f"force that backend by its name ({requested_by}={name}), or block its plugin "
+            f"(ACCELHAL_BLOCK_PLUGINS={owner}) to leave the device to the generic backend"
+        )
+    return f"torch's accelerator {device_type!r} was not reported when the plugins were discovered", (
+        "import the device's package before accelhal selects (accelhal.reset_accelerator() discovers again)"
+    )
 
 
 def _not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[CandidateRecord]:

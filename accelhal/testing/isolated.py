@@ -16,6 +16,9 @@ import multiprocessing
 import sys
 from typing import Any
 
+CONTEXT_QUERY = "is_initialized"
+"""The device module's function that ``probe`` asks whether a device context exists (as ``torch.cuda``'s)."""
+
 
 def probe(name: str) -> dict[str, Any]:
     """Probe ``name`` and say whether a device context was created."""
@@ -27,7 +30,7 @@ def probe(name: str) -> dict[str, Any]:
     verdict = selection._probe_verdict(registration.spec.requires, registration.spec.probe)
     accelerator = registration.spec.load_class()()
     module = getattr(accelerator, "module", None)
-    is_initialized = getattr(module, "is_initialized", None)
+    is_initialized = getattr(module, CONTEXT_QUERY, None)
     return {
         "registered": True,
         "status": verdict.status.value,

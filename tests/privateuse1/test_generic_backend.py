@@ -47,6 +47,29 @@ def test_forced_by_name_with_the_override_variable() -> None:
     assert result["context_after_selection"] is False
 
 
+def test_generic_forces_the_device_torch_reports_or_says_why_it_cannot() -> None:
+    result = on_device(DETECT, ACCELHAL_ACCELERATOR="generic")
+    assert (result["chosen"], result["rule"]) == ("testdev", "ACCELHAL_ACCELERATOR")
+    assert result["explanation"].startswith(
+        "'generic', the backend of torch's accelerator 'testdev', was requested by ACCELHAL_ACCELERATOR; "
+        "its probe says: 2 device(s) of torch's accelerator 'testdev'"
+    )
+    assert result["context_after_selection"] is False
+    none = on_device(DETECT, devices=0, ACCELHAL_ACCELERATOR="generic")
+    assert none["error"].startswith(
+        "BackendUnavailableError: accelerator 'testdev' (requested by ACCELHAL_ACCELERATOR=generic) is not available: "
+        "torch reports the accelerator 'testdev' but torch.accelerator.device_count() is 0."
+    )
+    claimed = on_device(DETECT, name="npu", ACCELHAL_ACCELERATOR="generic")  # the built-in npu backend claims it
+    assert claimed["chosen"] is None
+    assert claimed["error"] == (
+        "BackendUnavailableError: accelerator 'generic' (requested by ACCELHAL_ACCELERATOR) is not available: no "
+        "device torch.accelerator reports is left to the generic backend: torch's accelerator is 'npu', which the "
+        "'npu' backend serves. Hint: Force that backend by its name (ACCELHAL_ACCELERATOR=npu), or block its plugin "
+        "(ACCELHAL_BLOCK_PLUGINS=npu) to leave the device to the generic backend."
+    )
+
+
 def test_a_device_type_without_devices_is_no_device_and_forcing_it_fails() -> None:
     result = on_device(DETECT, devices=0)
     assert (result["chosen"], result["rule"]) == ("cpu", "fallback")
@@ -91,6 +114,7 @@ print(json.dumps({
     "dtypes": [str(d) for d in acc.supported_dtypes()], "fp64": acc.is_fp64_supported(),
     "comm": acc.communication_backend_name(), "graph": acc.create_graph(),
     "capabilities": sorted(c.value for c in acc.capabilities), "on": acc.on_accelerator(x),
+    "gaps": acc.device_module_gaps(),
 }))
 """
 
@@ -105,6 +129,7 @@ def test_members_act_on_real_tensors() -> None:
     assert result["comm"] == "" and result["graph"] is None  # none registered; no graphs: the contract's answers
     assert result["capabilities"] == ["device-memory-stats", "event-timing", "events", "pinning", "streams"]
     assert result["on"] is True
+    assert result["gaps"] == ["get_device_name", "is_bf16_supported", "_lazy_call"]  # docs/backends.md says so
 
 
 def test_capabilities_follow_what_the_device_has() -> None:

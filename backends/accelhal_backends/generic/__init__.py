@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import inspect
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from accelhal import torch_import
 from accelhal.entry_points import find as find_entry_points
 from accelhal.hookspecs import hookimpl
+from accelhal.probing import torch_accelerator_type
 from accelhal.spec import BackendSpec, Verdict
 
 PRIORITY = 150
@@ -56,20 +56,20 @@ torch 2.6 (devices and streams), its memory figures in 2.9, ``get_memory_info`` 
 missing, rather than an accelerator whose memory members fail."""
 
 
-def current_device_type() -> str | None:
-    """The device type of torch's accelerator, or ``None``; creates no device context."""
-    import torch
+DEVICE_MODULE_RNG = (
+    "manual_seed",
+    "manual_seed_all",
+    "initial_seed",
+    "get_rng_state",
+    "set_rng_state",
+    "default_generators",
+)
+"""What the generic accelerator's RNG members take from the device module (``torch.get_device_module(<type>)``);
+where one is missing, its member raises :class:`~accelhal.UnsupportedFeatureError` naming it."""
 
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is None:  # torch older than 2.6
-        return None
-    try:
-        device = accelerator.current_accelerator()
-    except RuntimeError:  # torch 2.6's raises where no accelerator is available (later ones answer)
-        if "check_available" in inspect.signature(accelerator.current_accelerator).parameters:
-            raise
-        return None
-    return None if device is None else str(device.type)
+DEVICE_MODULE_OPTIONAL = ("_lazy_init", "get_device_name", "is_bf16_supported", "_lazy_call")
+"""What the generic accelerator uses where the device module has it; each absence has an answer of its own
+(``docs/backends.md``, "What a device must provide")."""
 
 
 def comm_backend(device_type: str) -> str:
@@ -89,7 +89,7 @@ def probe(device_type: str) -> Verdict:
     """
     import torch
 
-    current = current_device_type()
+    current = torch_accelerator_type()
     if current != device_type:
         return Verdict.no_device(f"torch's accelerator is now {current!r}, not {device_type!r}")
     missing = [name for name in TORCH_ACCELERATOR_CALLS if not hasattr(torch.accelerator, name)]
@@ -157,6 +157,6 @@ def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
         return
     if not torch_import.attempt().loaded:
         return
-    device_type = current_device_type()
+    device_type = torch_accelerator_type()
     if device_type is not None and device_type != "cpu":
         register(spec_for(device_type))

@@ -42,7 +42,7 @@ from accelhal.contract import Accelerator
 from accelhal.device_module import _PerIndex, default_streams
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.spec import Capability
-from accelhal_backends.generic import comm_backend
+from accelhal_backends.generic import DEVICE_MODULE_OPTIONAL, DEVICE_MODULE_RNG, comm_backend
 
 _T = TypeVar("_T")
 
@@ -131,6 +131,15 @@ class GenericAccelerator(Accelerator):
         """The device module (``torch.get_device_module(<type>)``), or ``None`` without one."""
         module: ModuleType | None = self._m
         return module
+
+    def device_module_gaps(self) -> list[str]:
+        """What of the device-module checklist (``docs/backends.md``) the device module lacks, in the checklist's order.
+
+        :data:`~accelhal_backends.generic.DEVICE_MODULE_RNG` first (each missing one makes its member
+        raise), then :data:`~accelhal_backends.generic.DEVICE_MODULE_OPTIONAL` (each missing one has an
+        answer of its own). Everything, without a device module.
+        """
+        return [name for name in (*DEVICE_MODULE_RNG, *DEVICE_MODULE_OPTIONAL) if not hasattr(self._m, name)]
 
     def vendor_versions(self) -> dict[str, str]:
         """The version of the package that provides the device module (``{"torch_gcu": "2.5.0"}``)."""
