@@ -187,6 +187,8 @@ def test_comm_backend_torch_lacks_is_refused(environ: dict[str, str]) -> None:
     assert err.variable == "backend" and err.value == lacking
     assert f"communication backend {lacking!r} (from the backend argument) is not available" in str(err)
     assert "Available here: gloo" in str(err)
+    composite = f"cpu:gloo,cuda:{lacking}"  # each name is checked (torch 2.4 calls "cpu:gloo" itself unavailable)
+    assert f"backend {lacking!r} (in {composite!r}) (from the backend argument)" in str(_refusal(backend=composite))
 
 
 def test_accelerators_own_comm_backend_is_checked(environ: dict[str, str]) -> None:

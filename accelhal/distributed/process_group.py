@@ -8,7 +8,9 @@
    and Slurm) and checks explicit ``world_size``/``rank`` against them;
 2. picks the communication backend of :func:`accelhal.get_accelerator`
    (``communication_backend_name()``: ``nccl``, ``hccl``, ``xccl``, ``gloo`` ...) unless
-   ``backend`` is given, and checks that this torch can use it;
+   ``backend`` is given, and checks that this torch can use it; where that is ``gloo`` on a
+   device gloo cannot carry (mps), sets up gloo with the device tensors staged through host
+   copies instead (:mod:`~accelhal.distributed.host_staging`, backend ``hostgloo``);
 3. checks the rendezvous variables (``MASTER_ADDR``/``MASTER_PORT`` for ``env://``) and that
    the local rank has a visible device, all before anything is set up;
 4. binds the process to its local device (``set_device(local_rank)``) and passes that device
@@ -47,14 +49,14 @@ import torch
 import torch.distributed as dist
 
 from accelhal.contract import Accelerator
-from accelhal.distributed import liveness
+from accelhal.distributed import host_staging, liveness
 from accelhal.errors import DistributedSetupError
 from accelhal.launcher import TORCH_VARIABLES, LaunchEnv, read_launch_env
 from accelhal.settings import dist_timeout
 
 logger = logging.getLogger("accelhal.distributed")
 
-HOST_BACKENDS = frozenset({"gloo", "mpi"})
+HOST_BACKENDS = frozenset({"gloo", "mpi", host_staging.NAME})
 """Backends that are not given ``device_id`` (they do not connect eagerly to a device)."""
 
 
@@ -63,7 +65,7 @@ class ProcessGroupSetup:
     """What :func:`init_process_group` set up (or found set up)."""
 
     backend: str
-    """The ``torch.distributed`` backend of the default group (``"nccl"``, ``"gloo"``, ...)."""
+    """The ``torch.distributed`` backend of the default group (``"nccl"``, ``"gloo"``, ``"hostgloo"`` on mps ...)."""
     rank: int
     world_size: int
     local_rank: int
@@ -93,7 +95,8 @@ def init_process_group(
 
     Args:
         backend: the ``torch.distributed`` backend; ``None`` takes the active accelerator's
-            ``communication_backend_name()``.
+            ``communication_backend_name()``. ``gloo`` on a device gloo cannot carry (mps) sets up
+            ``hostgloo`` (:mod:`~accelhal.distributed.host_staging`); ``"cpu:gloo"`` keeps plain gloo.
         init_method: as in torch; ``None`` means ``env://`` (``MASTER_ADDR``/``MASTER_PORT``).
         timeout: as in torch; ``None`` takes ``ACCELHAL_DIST_TIMEOUT`` (600 seconds when unset), which
             bounds the rendezvous and every collective of the group.
@@ -123,15 +126,18 @@ def init_process_group(
     world, own_rank = _reconcile(launch, world_size, rank)
     if timeout is None:
         timeout = timedelta(seconds=dist_timeout())
-    name = (backend or accelerator.communication_backend_name()).strip().lower()
+    asked = (backend or accelerator.communication_backend_name()).strip().lower()
+    name = host_staging.backend_for(asked, accelerator.device_type)
     with _lock:
         if dist.is_initialized():
             return _existing(accelerator, launch, name, world, own_rank)
         if "store" not in kwargs:
             _check_rendezvous(launch, init_method)
-        _check_backend(name, accelerator, requested=backend is not None)
+        _check_backend(asked, accelerator, requested=backend is not None)
         _check_local_device(launch, accelerator)  # before anything is written: a refusal changes nothing
         _export_torch_variables(launch)
+        if name != asked:
+            host_staging.register(accelerator.device_type, name)
         accelerator.set_device(launch.local_rank)
         device = accelerator.device(launch.local_rank)
         if device_id is ...:
@@ -270,7 +276,9 @@ def _store_address(launch: LaunchEnv, init_method: str | None) -> liveness.Store
 
 
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
-    if dist.is_backend_available(name):
+    """Each backend ``name`` names is in this torch (torch 2.4 answers False for ``"cpu:gloo"`` itself)."""
+    lacking = next((b for b in sorted(_backend_names(name)) if not dist.is_backend_available(b)), None)
+    if lacking is None:
         return
     available = [
         b for b in dist.Backend.backend_list if b not in ("undefined", "fake") and dist.is_backend_available(b)
@@ -278,10 +286,12 @@ def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> N
     origin = (
         "the backend argument" if requested else f"the {accelerator.name!r} accelerator's communication_backend_name()"
     )
+    what = repr(lacking) if lacking == name else f"{lacking!r} (in {name!r})"
     raise DistributedSetupError(
-        f"communication backend {name!r} (from {origin}) is not available in this torch {torch.__version__}: "
-        f"torch.distributed.is_backend_available({name!r}) is False. Available here: {', '.join(available) or 'none'}. "
-        f"Pass backend= one of those, or install the torch build or vendor package that provides {name!r}",
+        f"communication backend {what} (from {origin}) is not available in this torch {torch.__version__}: "
+        f"torch.distributed.is_backend_available({lacking!r}) is False. Available here: "
+        f"{', '.join(available) or 'none'}. Pass backend= one of those, or install the torch build or vendor "
+        f"package that provides {lacking!r}",
         variable="backend",
         value=name,
     )
