@@ -405,7 +405,7 @@ def _ships_with_accelhal(registration: Registration, cls: type) -> bool:
 
 
 GENERIC_ALIAS = "generic"
-"""The name that forces the backend the generic plugin offers: the device type ``torch.accelerator`` reports.
+"""The name that forces the backend the generic plugin offers, for the device type ``torch.accelerator`` reports.
 
 A backend registered under this very name is forced as any other; the alias applies only where none is.
 """
