@@ -25,11 +25,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -93,12 +95,34 @@ def _state_record(state: Any) -> dict[str, Any]:
     }
 
 
+class _Caught(logging.Handler):
+    """Keeps the messages of the records it is given."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _accelhal_warnings() -> Iterator[list[str]]:
+    """The warnings accelhal logs in the ``with`` block."""
+    caught = _Caught()
+    logging.getLogger("accelhal").addHandler(caught)
+    try:
+        yield caught.messages
+    finally:
+        logging.getLogger("accelhal").removeHandler(caught)
+
+
 def train_accelerate(flavour: str, precision: str) -> dict[str, Any]:
     """Accelerate's loop: prepare, forward, ``backward``, step, for :data:`STEPS` steps."""
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    with _adapter(flavour == "accelhal"):
+    with _adapter(flavour == "accelhal"), _accelhal_warnings() as warned:
         accelerator = Accelerator(cpu=flavour == "accelerate-cpu", mixed_precision=precision)
         set_seed(0)
         model = Regression()
@@ -122,6 +146,7 @@ def train_accelerate(flavour: str, precision: str) -> dict[str, Any]:
             "param_device": str(plain.net[0].weight.device),
             "model_class": type(model).__name__,
             **plain.seen,
+            "warnings": warned,
             "losses": losses,
         }
 
@@ -166,7 +191,7 @@ def train_trainer(flavour: str, precision: str) -> dict[str, Any]:
     imported_before = "transformers.training_args" in sys.modules  # else the adapter patches it on import
     losses: list[float] = []
 
-    class Recording(transformers.Trainer):  # type: ignore[misc]
+    class Recording(transformers.Trainer):
         def compute_loss(self, model: Any, inputs: Any, *args: Any, **kwargs: Any) -> Any:
             result = super().compute_loss(model, inputs, *args, **kwargs)
             loss = result[0] if isinstance(result, tuple) else result
@@ -285,18 +310,29 @@ def start(runs: Sequence[str], launcher: Sequence[str] = (), **env: str) -> subp
     The environment is :func:`tests.compat.child_environment`'s, with Python's warnings off
     and the Hugging Face hub offline.
     """
+    return start_command([*(launcher or [sys.executable]), __file__, *runs], env)
+
+
+def start_command(command: Sequence[str], env: Mapping[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    """``command`` in a fresh process in ``cwd`` (default: the repository), :func:`start`'s environment and ``env``."""
     from tests.compat import REPO, child_environment
 
     environment = child_environment(HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore", **env)
-    command = [*(launcher or [sys.executable]), __file__, *runs]
     pipe = subprocess.PIPE
-    return subprocess.Popen(command, stdout=pipe, stderr=pipe, text=True, env=environment, cwd=REPO)
+    return subprocess.Popen(list(command), stdout=pipe, stderr=pipe, text=True, env=environment, cwd=cwd or REPO)
 
 
-def _records(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
-    out, err = proc.communicate(timeout=600)
-    assert proc.returncode == 0, f"{proc.args} failed:\n{out[-3000:]}\n{err[-5000:]}"
-    return read_results(out)
+def outputs(procs: Mapping[str, subprocess.Popen[str]]) -> dict[str, subprocess.CompletedProcess[str]]:
+    """What each of ``procs`` wrote, and its exit status, once all ended (in ten minutes each); none is left running."""
+    try:
+        done = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=600)
+            done[name] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return done
+    finally:
+        for proc in procs.values():
+            _stop(proc)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -311,12 +347,12 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def finish(procs: Mapping[str, subprocess.Popen[str]]) -> dict[str, list[dict[str, Any]]]:
-    """The records each of ``procs`` printed, once all ended well (within ten minutes each); none is left running."""
-    try:
-        return {name: _records(proc) for name, proc in procs.items()}
-    finally:
-        for proc in procs.values():
-            _stop(proc)
+    """The records each of ``procs`` printed, once all ended well (:func:`outputs`)."""
+    records = {}
+    for name, done in outputs(procs).items():
+        assert done.returncode == 0, f"{done.args} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        records[name] = read_results(done.stdout)
+    return records
 
 
 def run(spec: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.compat import child_environment, free_port
-from tests.compat.accelerate_train import finish, start
+from tests.compat.accelerate_train import finish, outputs, start, start_command
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("accelerate") is None or importlib.util.find_spec("transformers") is None,
@@ -28,7 +28,7 @@ SINGLE = (
     *("accelhal", "accelerate-cpu", "accelhal:bf16", "accelerate-cpu:bf16", "accelhal:fp16", "accelerate-cpu:fp16"),
     *("trainer-accelhal", "trainer-cpu", "checks"),
 )
-LAUNCHED = ("accelhal", "accelerate-cpu")
+LAUNCHED = ("accelhal", "accelerate-cpu", "trainer-accelhal", "trainer-cpu")
 Runs = dict[str, list[dict[str, Any]]]
 
 
@@ -40,6 +40,28 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes=2"]
     launch += ["--num_machines=1", "--mixed_precision=no", "--dynamo_backend=no", f"--main_process_port={free_port()}"]
     return finish({"single": start(SINGLE, **env), "launched": start(LAUNCHED, launch, **env)})
+
+
+OWN_SCRIPT = "accelerate.test_utils.scripts.test_script"
+"""Accelerate's own distributed test script (installed with Accelerate)."""
+
+
+@pytest.fixture(scope="module")
+def own_script(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Accelerate's own script under torchrun with two ranks on the host: its own cpu path, and with the adapter.
+
+    ``python -m accelhal.compat.accelerate`` installs the adapter in each rank, then runs the
+    script. Accelerate's own run has ``ACCELERATE_USE_CPU`` (``accelerate launch --cpu``): without it,
+    Accelerate from 1.13 runs each rank of a host launch alone (``NO``, one process). Each run has
+    its own working directory (the script writes a file there).
+    """
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "--standalone"]
+    env = {"ACCELHAL_ACCELERATOR": "cpu", "CUDA_VISIBLE_DEVICES": ""}
+    own = start_command(
+        [*torchrun, "-m", OWN_SCRIPT], {**env, "ACCELERATE_USE_CPU": "1"}, tmp_path_factory.mktemp("own")
+    )
+    ours = [*torchrun, "-m", "accelhal.compat.accelerate", "-m", OWN_SCRIPT]
+    return outputs({"own": own, "accelhal": start_command(ours, env, tmp_path_factory.mktemp("accelhal"))})
 
 
 def _run(records: list[dict[str, Any]], spec: str) -> dict[str, Any]:
@@ -76,15 +98,17 @@ def test_bf16_took_effect(trained: Runs) -> None:
     assert _run(trained["single"], "accelhal:bf16")["losses"] != _run(trained["single"], "accelhal")["losses"]
 
 
-def test_fp16_is_refused_where_the_backend_lacks_it_where_accelerate_ignores_it(trained: Runs) -> None:
+def test_fp16_on_the_host_trains_in_float32_as_accelerate_does_and_says_so(trained: Runs) -> None:
     ours, theirs = _run(trained["single"], "accelhal:fp16"), _run(trained["single"], "accelerate-cpu:fp16")
-    assert ours["error"] == (
-        "ConfigurationError: mixed_precision='fp16' autocasts to torch.float16, which the cpu backend lacks: "
-        "is_fp16_supported() is False; choose 'no' or 'bf16'"
-    )
-    # Accelerate's own cpu path accepts fp16 and trains in fp32 without a word.
-    assert theirs["mixed_precision"] == "fp16" and theirs["autocast"] is None
-    assert theirs["losses"] == _run(trained["single"], "accelerate-cpu")["losses"]
+    # Accelerate's own cpu path accepts fp16 and trains in fp32 without a word; with accelhal, a warning says so.
+    for record in (ours, theirs):
+        assert record["mixed_precision"] == "fp16" and record["autocast"] is None
+    assert ours["warnings"] == [
+        "accelhal: mixed_precision='fp16' on the cpu backend (the host): Accelerate does not autocast fp16 there "
+        "and trains in float32, as Accelerator(cpu=True) does; choose 'bf16' for mixed precision"
+    ]
+    assert theirs["warnings"] == [] == _run(trained["single"], "accelhal")["warnings"]
+    assert ours["losses"] == theirs["losses"] == _run(trained["single"], "accelerate-cpu")["losses"]
 
 
 def test_two_processes_under_accelerate_launch_same_losses_as_accelerates_own(trained: Runs) -> None:
@@ -99,6 +123,18 @@ def test_two_processes_under_accelerate_launch_same_losses_as_accelerates_own(tr
         assert mine["local_rank"] == mine["rank"]
         assert _trained(mine) == _trained(accelerates)
     assert ours[0]["losses"] != ours[1]["losses"]  # each rank trained on its own shard
+
+
+def test_trainer_under_accelerate_launch_same_losses_as_with_use_cpu(trained: Runs) -> None:
+    ours = [r for r in trained["launched"] if r["run"] == "trainer-accelhal"]
+    theirs = [r for r in trained["launched"] if r["run"] == "trainer-cpu"]
+    assert [r["rank"] for r in ours] == [r["rank"] for r in theirs] == [0, 1]
+    for mine, transformers in zip(ours, theirs, strict=True):
+        _table(f"Trainer, rank {mine['rank']} of 2: accelhal | TrainingArguments(use_cpu=True)", mine, transformers)
+        assert (mine["distributed_type"], mine["backend"], mine["world_size"]) == ("MULTI_CPU", "gloo", 2)
+        assert (mine["args_device"], mine["param_device"], mine["batch_device"]) == ("cpu", "cpu", "cpu")
+        assert mine["n_gpu"] == transformers["n_gpu"] == 0  # the host is no GPU, as with use_cpu=True
+        assert _trained(mine) == _trained(transformers)
 
 
 def test_trainer_same_losses_as_trainer_on_cpu(trained: Runs) -> None:
@@ -145,3 +181,30 @@ def test_import_patches_nothing_and_imports_neither_accelerate_nor_torch() -> No
     out = subprocess.run(command, capture_output=True, text=True, env=child_environment(), timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "False"]
+
+
+MILESTONES = (
+    "Distributed environment: DistributedType.MULTI_CPU  Backend: gloo",
+    "Num processes: 2",
+    "**Training integration test**",
+    "Training yielded the same results on one CPU or distributed setup with no batch split.",
+    "setup with batch split.",
+    "BF16 training check.",
+    "**Breakpoint trigger test**",
+)
+"""What the script prints as it passes its checks (two ranks' lines interleave, so they are counted, not compared)."""
+FP16_CHECK = "FP16 training check."
+"""Printed where the script trains in fp16: on the host from Accelerate 1.5.0 (before, on GPUs only)."""
+
+
+def test_accelerates_own_distributed_script_passes_with_the_adapter(
+    own_script: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    own, ours = own_script["own"], own_script["accelhal"]
+    assert own.returncode == 0, own.stderr[-5000:]
+    assert ours.returncode == 0, ours.stderr[-5000:]
+    counted = {milestone: (ours.stdout.count(milestone), own.stdout.count(milestone)) for milestone in MILESTONES}
+    assert all(mine == theirs > 0 for mine, theirs in counted.values()), counted
+    assert ours.stdout.count(FP16_CHECK) == own.stdout.count(FP16_CHECK)
+    fp16_warning = "accelhal: mixed_precision='fp16' on the cpu backend (the host)"
+    assert (fp16_warning in ours.stderr) is (FP16_CHECK in own.stdout)

@@ -41,20 +41,20 @@ def install(acc: Accelerator | str | None = None) -> Accelerator:
     ``None`` keeps the active one. Idempotent; every process of a launched run calls it
     (each runs the script).
 
-    Raises :class:`~accelhal.ConfigurationError` when Accelerate's state already exists
-    (its device was chosen already), :class:`~accelhal.ContractError` for an Accelerate
-    whose state is not the one this adapter replaces, and ``ImportError`` without
-    Accelerate.
+    Raises, before anything is changed, :class:`~accelhal.UnsupportedReleaseError` for an
+    Accelerate or transformers release outside the range supported, :class:`~accelhal.ContractError`
+    for one whose members the adapter replaces are not in the shape known for that release,
+    ``ImportError`` without Accelerate, and :class:`~accelhal.ConfigurationError` when
+    Accelerate's state already exists (its device was chosen already).
     """
     import accelhal
+    from accelhal.compat.accelerate import _releases
 
+    _releases.check_installed()  # before Accelerate is imported or anything changed
+    from accelhal.compat.accelerate import _install
+
+    _install.check_shapes()
     chosen = accelhal.get_accelerator() if acc is None else accelhal.set_accelerator(acc)
-    try:
-        from accelhal.compat.accelerate import _install
-    except ModuleNotFoundError as exc:
-        if exc.name != "accelerate":
-            raise
-        raise ImportError("accelhal.compat.accelerate needs accelerate: pip install 'accelhal[accelerate]'") from exc
     _install.install()
     return chosen
 

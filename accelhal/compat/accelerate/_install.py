@@ -6,19 +6,27 @@ Every replacement is listed in :func:`patches` (Accelerate) and :mod:`._trainer`
 
 from __future__ import annotations
 
-import inspect
+import importlib.util
 import threading
+from collections.abc import Mapping
 
 from accelerate import accelerator, checkpointing, state
 from accelerate.utils import memory, modeling
 
 import accelhal
 from accelhal.compat import _import_hook
-from accelhal.compat.accelerate import _memory, _patches, _prepare, _rng, _state, _trainer
+from accelhal.compat._releases import ReleaseRange, ShapeTable
+from accelhal.compat.accelerate import _memory, _patches, _prepare, _rng, _shape, _state, _trainer
+from accelhal.compat.accelerate._releases import (
+    MEMBERS,
+    SHAPES,
+    SUPPORTED,
+    SUPPORTED_TRANSFORMERS,
+    TRANSFORMERS_MEMBERS,
+    TRANSFORMERS_SHAPES,
+    Shape,
+)
 from accelhal.errors import ConfigurationError, ContractError
-
-_PREPARE_BACKEND_PARAMETERS = ["self", "cpu", "sagemaker_dp", "backend"]
-"""``PartialState._prepare_backend``'s parameters since Accelerate 0.2x; the adapter replaces it whole."""
 
 _lock = threading.Lock()
 
@@ -39,18 +47,31 @@ def patches() -> list[_patches.Patch]:
     ]
 
 
-def _check_accelerate() -> None:
-    """The seams the adapter replaces are the ones it was written for; a :class:`~accelhal.ContractError` otherwise."""
-    import accelerate
-
-    found = list(inspect.signature(state.PartialState._prepare_backend).parameters)
-    default_device = state.PartialState.__dict__.get("default_device")
-    if found != _PREPARE_BACKEND_PARAMETERS or not isinstance(default_device, property):
+def _check_shape(supported: ReleaseRange, table: ShapeTable[Shape], found: Mapping[str, str]) -> None:
+    """``found`` is the shape ``table`` gives the installed release; a :class:`~accelhal.ContractError` otherwise."""
+    release = supported.installed()
+    expected = table.shape_for(release)
+    differs = [
+        f"{key} is {shape!r}, not {expected.get(key)!r}" for key, shape in found.items() if shape != expected.get(key)
+    ]
+    if differs:
         raise ContractError(
-            f"accelerate {accelerate.__version__}'s PartialState is not the one accelhal.compat.accelerate replaces "
-            f"(_prepare_backend{tuple(found)}, a default_device property); it supports accelerate 1.x from 1.15 "
-            "(docs/accelerate.md)"
+            f"{supported.distribution} {release} is not the shape accelhal.compat.accelerate knows for it: "
+            f"{'; '.join(differs)} (tested from {supported.floor} to {supported.newest}; docs/accelerate.md)"
         )
+
+
+def check_shapes() -> None:
+    """What the adapter replaces is in the shape of the installed releases (transformers' read from its files).
+
+    Raises :class:`~accelhal.ContractError` naming each member that differs. Once installed,
+    the members are the adapter's own, and nothing is checked.
+    """
+    if _patches.any_applied():
+        return
+    _check_shape(SUPPORTED, SHAPES, _shape.loaded(MEMBERS))
+    if importlib.util.find_spec("transformers") is not None:
+        _check_shape(SUPPORTED_TRANSFORMERS, TRANSFORMERS_SHAPES, _shape.installed(TRANSFORMERS_MEMBERS))
 
 
 def _check_no_state_yet() -> None:
@@ -71,7 +92,6 @@ def install() -> bool:
         if _patches.any_applied():
             return False
         accelhal.get_accelerator()  # a selection error surfaces here, before anything changes
-        _check_accelerate()
         _check_no_state_yet()
         _patches.apply(patches())
         try:

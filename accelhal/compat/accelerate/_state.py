@@ -8,7 +8,8 @@ replacements here answer from the contract instead, and name no vendor:
 * ``PartialState._prepare_backend``: for a launched run, the backend's
   ``communication_backend_name()`` (unless the program passed ``backend=``) and
   Accelerate's multi-process type of the device type (:func:`distributed_type_for`);
-* ``AcceleratorState.__init__``: refuses a mixed precision the backend cannot autocast.
+* ``AcceleratorState.__init__``: refuses a mixed precision the backend cannot autocast (on
+  the host, where Accelerate decides itself, it warns that ``fp16`` trains in float32).
 
 ``cpu=True`` (``ACCELERATE_USE_CPU``), XLA and SageMaker keep Accelerate's own code.
 """
@@ -16,6 +17,7 @@ replacements here answer from the contract instead, and name no vendor:
 from __future__ import annotations
 
 import functools
+import logging
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +31,8 @@ from accelhal.compat._placement import is_host, process_device
 from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError, DistributedSetupError
 from accelhal.launcher import read_launch_env
+
+logger = logging.getLogger("accelhal")
 
 MIXED_DTYPES = {"fp16": (torch.float16, "is_fp16_supported"), "bf16": (torch.bfloat16, "is_bf16_supported")}
 """Accelerate's autocasting precisions: each one's dtype, and the contract member saying it is supported."""
@@ -144,12 +148,24 @@ def autocast_problem(acc: Accelerator, precision: str) -> str | None:
 
 
 def check_mixed_precision(state: Any) -> None:
-    """Refuse ``state``'s mixed precision when the run is on the backend and the backend cannot autocast to it."""
+    """Refuse ``state``'s mixed precision when the run is on the backend and the backend cannot autocast to it.
+
+    On the host, Accelerate's own rule stands (it trains ``fp16`` in float32 there, and
+    autocasts ``bf16``); a warning says so for ``fp16``.
+    """
     acc = accelhal.get_accelerator()
     if state._cpu or state.device.type != acc.device_type or state.distributed_type in _OWN_PRECISION:
         return
     precision = state.mixed_precision
     if precision not in MIXED_DTYPES:
+        return
+    if is_host(acc):
+        if precision == "fp16":
+            logger.warning(
+                "accelhal: mixed_precision='fp16' on the %s backend (the host): Accelerate does not autocast fp16 "
+                "there and trains in float32, as Accelerator(cpu=True) does; choose 'bf16' for mixed precision",
+                acc.name,
+            )
         return
     problem = autocast_problem(acc, precision)
     if problem is not None:

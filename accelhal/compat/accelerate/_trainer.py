@@ -4,7 +4,7 @@
 adapter chooses), then, for a single-process run, picks the device again through its own
 chain of vendor checks, falling back to ``cpu``. The replacement keeps transformers' answer
 where it is the state's device, and otherwise takes the state's device (with one device per
-process: ``n_gpu`` 1, or 0 on the host).
+process: ``n_gpu`` 1; on the host ``n_gpu`` is 0 in every run, as Accelerate's ``use_cpu`` path gives).
 
 Patched when ``transformers.training_args`` exists: at :func:`~accelhal.compat.accelerate.install`
 if it is imported already, else as soon as it is imported (:class:`TrainingArgumentsHook`).
@@ -12,7 +12,6 @@ if it is imported already, else as soon as it is imported (:class:`TrainingArgum
 
 from __future__ import annotations
 
-import functools
 import sys
 from types import ModuleType
 from typing import Any
@@ -23,7 +22,7 @@ from accelerate.utils import DistributedType
 import accelhal
 from accelhal.compat import _import_hook
 from accelhal.compat._placement import is_host
-from accelhal.compat.accelerate import _patches
+from accelhal.compat.accelerate import _patches, _shape
 
 MODULE = "transformers.training_args"
 """The module defining ``TrainingArguments``."""
@@ -31,31 +30,44 @@ ATTRIBUTE = "_setup_devices"
 """``TrainingArguments``' cached property that chooses the device."""
 
 
-def setup_devices(original: functools.cached_property[torch.device]) -> functools.cached_property[torch.device]:
-    """``TrainingArguments._setup_devices``: transformers' device where it is the state's, else the state's."""
-    choose = original.func
+def setup_devices(original: Any) -> Any:
+    """``TrainingArguments._setup_devices``: transformers' device where it is the state's, else the state's.
+
+    ``original`` is the release's cached property (``functools.cached_property``, or
+    transformers' own ``property`` subclass before 4.57.1: :data:`~._releases.TRANSFORMERS_SHAPES`);
+    the replacement is one of the same type. On the host ``n_gpu`` is 0, as with ``use_cpu=True``.
+    """
+    choose = _shape.function(original)
 
     def _setup_devices(self: Any) -> torch.device:
-        device = choose(self)
+        device: torch.device = choose(self)
         state = self.distributed_state
-        if self.use_cpu or state is None or state.distributed_type is not DistributedType.NO or device == state.device:
+        if self.use_cpu or state is None:
             return device
         acc = accelhal.get_accelerator()
         if state.device.type != acc.device_type:
             return device
-        self._n_gpu = 0 if is_host(acc) else 1
+        host = is_host(acc)
+        if host:
+            self._n_gpu = 0
+        if state.distributed_type is not DistributedType.NO or device == state.device:
+            return device
+        if not host:
+            self._n_gpu = 1
         chosen: torch.device = state.device
         return chosen
 
     _setup_devices.__doc__ = choose.__doc__
-    return functools.cached_property(_setup_devices)
+    return type(original)(_setup_devices)
 
 
 def patch(module: ModuleType) -> None:
     """Patch ``module.TrainingArguments`` (recorded with the adapter's other patches)."""
     cls = module.TrainingArguments
     replace = _patches.ClassPatch.of(cls, ATTRIBUTE, setup_devices)
-    replace.replacement.__set_name__(cls, ATTRIBUTE)  # as the class statement would
+    set_name = getattr(replace.replacement, "__set_name__", None)
+    if set_name is not None:
+        set_name(cls, ATTRIBUTE)  # as the class statement would
     _patches.apply([replace])
 
 

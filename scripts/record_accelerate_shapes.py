@@ -1,0 +1,118 @@
+"""Record the shape of what the Accelerate adapter touches in every Accelerate and transformers release of its ranges.
+
+    python scripts/record_accelerate_shapes.py                               # both ranges, every release
+    python scripts/record_accelerate_shapes.py --releases transformers==4.46.0 accelerate==1.3.0
+
+For each release on the package index from the floor to the newest of
+``accelhal.compat.accelerate._releases.SUPPORTED`` (Accelerate) and ``SUPPORTED_TRANSFORMERS``
+(``pip index versions``; the floor always, also where the index marks it yanked, as it does
+transformers 4.46.0), ``pip download --no-deps --only-binary :all:`` fetches its wheel (kept in
+``--cache``), and the modules of ``MEMBERS``/``TRANSFORMERS_MEMBERS`` are read from it with
+:mod:`ast` (``accelhal.compat.accelerate._shape.from_source``). The result is written to
+``tests/data/accelerate-shapes.json`` (``{distribution: {release: {member: shape}}}``), which
+``tests/compat/test_accelerate_releases.py`` checks the adapter's tables and the installed
+releases against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from accelhal.compat._releases import ReleaseRange, release_key  # noqa: E402
+from accelhal.compat.accelerate._releases import (  # noqa: E402
+    MEMBERS,
+    SUPPORTED,
+    SUPPORTED_TRANSFORMERS,
+    TRANSFORMERS_MEMBERS,
+)
+from accelhal.compat.accelerate._shape import Member, from_source  # noqa: E402
+
+DATA = REPO / "tests" / "data" / "accelerate-shapes.json"
+RANGES = {
+    r.distribution: (r, members)
+    for r, members in ((SUPPORTED, MEMBERS), (SUPPORTED_TRANSFORMERS, TRANSFORMERS_MEMBERS))
+}
+
+
+def _pip(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"pip {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def releases_in_range(supported: ReleaseRange) -> list[str]:
+    """The releases on the package index from the floor to the newest, the floor included, oldest first."""
+    listed = _pip("index", "versions", supported.distribution)
+    match = re.search(r"Available versions: (.*)", listed)
+    if match is None:
+        raise SystemExit(f"pip index versions printed no versions:\n{listed}")
+    low, high = release_key(supported.floor), release_key(supported.newest)
+    found = {v.strip() for v in match.group(1).split(",")} | {supported.floor}
+    return sorted((v for v in found if low <= release_key(v) <= high), key=release_key)
+
+
+def wheel(distribution: str, release: str, cache: Path) -> Path:
+    """The release's wheel, downloaded into ``cache`` unless it is there."""
+    pattern = f"{distribution}-{release}-*.whl"
+    if not sorted(cache.glob(pattern)):
+        _pip("download", "--no-deps", "--only-binary", ":all:", f"{distribution}=={release}", "-d", str(cache))
+    found = sorted(cache.glob(pattern))
+    if not found:
+        raise SystemExit(f"pip download left no {pattern} in {cache}")
+    return found[0]
+
+
+def read_release(archive: Path, members: Sequence[Member]) -> dict[str, str]:
+    """The shapes of ``members`` in the wheel ``archive``."""
+    by_path: dict[str, list[Member]] = defaultdict(list)
+    for member in members:
+        by_path[member.path].append(member)
+    shapes: dict[str, str] = {}
+    with zipfile.ZipFile(archive) as wheel_file:
+        for path, found in by_path.items():
+            shapes.update(from_source(wheel_file.read(path).decode("utf-8"), found))
+    return {member.key: shapes[member.key] for member in members}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the releases; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--releases", nargs="*", metavar="DIST==RELEASE", help="only these (merged into the file)")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "accelhal-shapes")
+    args = parser.parse_args(argv)
+    data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.is_file() and args.releases else {}
+    if args.releases:
+        wanted = [tuple(spec.split("==", 1)) for spec in args.releases]
+    else:
+        wanted = [
+            (name, release) for name, (supported, _) in RANGES.items() for release in releases_in_range(supported)
+        ]
+    for name, release in wanted:
+        if name not in RANGES:
+            raise SystemExit(f"{name}: not one of {sorted(RANGES)}")
+        cache = args.cache / name
+        cache.mkdir(parents=True, exist_ok=True)
+        data.setdefault(name, {})[release] = read_release(wheel(name, release, cache), RANGES[name][1])
+        print(f"{name} {release}", flush=True)
+    out: dict[str, object] = {"source": "the wheel of each release, read by scripts/record_accelerate_shapes.py"}
+    for name in RANGES:
+        out[name] = dict(sorted(data.get(name, {}).items(), key=lambda item: release_key(item[0])))
+    DATA.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {DATA.relative_to(REPO)} ({', '.join(f'{n}: {len(data.get(n, {}))} releases' for n in RANGES)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
