@@ -13,7 +13,8 @@ The model, data and Trainer settings are those of ``tests/compat/lightning_train
 baseline's name, so a machine without the device fails instead of comparing on the host.
 Exits 1 when a loss differs at all (printing the largest absolute difference), when the
 accelhal run trained elsewhere than Lightning's, or when the accelhal run's log lacks its line
-saying which backend and device it used (on cuda: with the note on Lightning's own line).
+saying which backend and device it used (on cuda: or Lightning's own "GPU available: True
+(cuda), used: True").
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _device_lines(ours: dict[str, Any], baseline: str) -> list[str]:
     print("  log: " + " | ".join(lines))
     wanted = [f"accelhal: backend {baseline!r} used: True ("]
     if baseline in ("cuda", "mps"):
-        wanted.append("counts only its own")
+        wanted.append(f"GPU available: True ({baseline}), used: True")  # Lightning's own line
     return [f"the log lacks {text!r}" for text in wanted if not any(text in line for line in lines)]
 
 

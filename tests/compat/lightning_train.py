@@ -10,9 +10,10 @@ A run is ``[PACKAGE/]ACCELERATOR:PRECISION`` (``pytorch_lightning/accelhal:32-tr
 one after the other in this process, each from ``seed_everything(0)``. ``--strategy
 accelhal-ddp`` passes :func:`accelhal.compat.lightning.ddp_strategy`; ``ddp`` lets
 Lightning build its own. Under DDP Lightning starts the other ranks by running this script
-again, so give a single run. Every rank prints ``RESULT <json>`` lines: the run, its rank,
-the losses of its steps, the device the model trained on and the autocast device type; a
-run that accelhal refuses prints its error instead.
+again, so give a single run. ``--shapes`` adds a record of the installed packages' shapes
+(``tests/compat/lightning_shapes.py``). Every rank prints ``RESULT <json>`` lines: the run, its rank,
+the losses of its steps, the device the model trained on, the autocast device type, Lightning's
+log and the warnings of the fit; a run that accelhal refuses prints its error instead.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import argparse
 import importlib
 import json
 import logging
+import warnings
 from typing import Any
 
 import torch
@@ -85,21 +87,23 @@ def train(
     strategy_arg: Any = accelhal_lightning.ddp_strategy(package) if strategy == "accelhal-ddp" else strategy
     lines = _LoggedLines()
     logging.getLogger(package).addHandler(lines)  # Lightning's own log (its loggers do not propagate)
-    trainer = pl.Trainer(
-        accelerator=chosen,
-        devices=devices,
-        strategy=strategy_arg,
-        precision=precision,
-        max_steps=steps,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        deterministic=True,
-        num_sanity_val_steps=0,
-    )
     try:
-        trainer.fit(model)
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            trainer = pl.Trainer(
+                accelerator=chosen,
+                devices=devices,
+                strategy=strategy_arg,
+                precision=precision,
+                max_steps=steps,
+                logger=False,
+                enable_checkpointing=False,
+                enable_progress_bar=False,
+                enable_model_summary=False,
+                deterministic=True,
+                num_sanity_val_steps=0,
+            )
+            trainer.fit(model)
     finally:
         logging.getLogger(package).removeHandler(lines)
     return {
@@ -114,6 +118,7 @@ def train(
         "process_group_backend": getattr(trainer.strategy, "process_group_backend", None),
         "losses": model.losses,
         "log": lines.messages,
+        "warnings": [str(warning.message) for warning in warned],
         **model.seen,
     }
 
@@ -142,6 +147,7 @@ def main() -> None:
     parser.add_argument("--devices", default="1")
     parser.add_argument("--strategy", default="auto")
     parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--shapes", action="store_true", help="also print the installed packages' shapes")
     args = parser.parse_args()
     devices = int(args.devices) if args.devices.lstrip("-").isdecimal() else args.devices
     for run in args.run:
@@ -164,6 +170,11 @@ def main() -> None:
                 "error": f"{type(exc).__name__}: {exc}",
             }
         print("RESULT " + json.dumps(record), flush=True)
+    if args.shapes:  # what tests/compat/lightning_shapes.py reads from the imported packages
+        from tests.compat.lightning_shapes import from_installed
+
+        shapes = {package: from_installed(package) for package in ("lightning.pytorch", "pytorch_lightning")}
+        print("RESULT " + json.dumps({"shapes": shapes}), flush=True)
 
 
 if __name__ == "__main__":

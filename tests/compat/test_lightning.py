@@ -14,13 +14,16 @@ import pickle
 import subprocess
 import sys
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import accelhal
+from accelhal.compat.lightning._releases import RANGES, SHAPES
 from accelhal.errors import ConfigurationError
+from tests.compat.lightning_shapes import recorded
 from tests.compat.lightning_train import read_results
 
 pytestmark = pytest.mark.skipif(
@@ -64,7 +67,7 @@ def _records(proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
 @pytest.fixture(scope="module")
 def trained() -> Runs:
     procs = {
-        "single": _start(*(f"--run={run}" for run in SINGLE)),
+        "single": _start("--shapes", *(f"--run={run}" for run in SINGLE)),
         "ddp-accelhal": _start("--run=accelhal:32-true", "--devices=2", "--strategy=accelhal-ddp"),
         "ddp-cpu": _start("--run=cpu:32-true", "--devices=2", "--strategy=ddp"),
     }
@@ -77,7 +80,8 @@ def _run(trained: Runs, spec: str) -> dict[str, Any]:
     return next(
         r
         for r in trained["single"]
-        if (r["package"], r["accelerator"], r["precision"]) == (package or "lightning.pytorch", accelerator, precision)
+        if (r.get("package"), r.get("accelerator"), r.get("precision"))
+        == (package or "lightning.pytorch", accelerator, precision)
     )
 
 
@@ -96,14 +100,42 @@ def test_same_losses_as_lightnings_cpu_accelerator(trained: Runs, ours: str) -> 
     assert _assert_trained(record) == _assert_trained(theirs)
 
 
-def test_lightnings_log_and_accelhals_line_say_which_device_the_run_used(trained: Runs) -> None:
-    """Lightning's "GPU available ..., used" counts only its own classes; the accelerator adds its own line."""
+def test_lightnings_own_device_line_is_true_and_accelhals_line_names_the_backend(trained: Runs) -> None:
+    """On the host Lightning's "GPU available: False, used: False" is true; nothing corrects it."""
     for spec in ("accelhal:32-true", "accelhal-instance:32-true", "pytorch_lightning/accelhal:32-true"):
-        log = _run(trained, spec)["log"]
-        assert "GPU available: False, used: False" in log  # true here: the host has no GPU
+        record = _run(trained, spec)
+        log = record["log"]
+        assert "GPU available: False, used: False" in log
         assert "accelhal: backend 'cpu' used: True (cpu)" in log
         assert log.index("accelhal: backend 'cpu' used: True (cpu)") > log.index("GPU available: False, used: False")
+        assert [line for line in log if line.startswith("accelhal:")] == ["accelhal: backend 'cpu' used: True (cpu)"]
+        assert not [text for text in record["warnings"] if "GPU available" in text]
     assert not [line for line in _run(trained, "cpu:32-true")["log"] if line.startswith("accelhal:")]
+
+
+CUDA_RUNS = ("cuda:32-true", "accelhal:32-true", "accelhal-instance:32-true", "cuda:bf16-mixed", "accelhal:bf16-mixed")
+
+
+@pytest.mark.cuda
+def test_on_cuda_lightnings_own_line_says_the_gpu_is_used_and_the_losses_are_lightnings() -> None:
+    """On a GPU the accelerator is also a CUDAAccelerator: "used: True", no warning, Lightning's cuda losses."""
+    cmd = [sys.executable, str(SCRIPT), *(f"--run={run}" for run in CUDA_RUNS)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=_env(ACCELHAL_ACCELERATOR="cuda"), cwd=REPO)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    runs = {f"{r['accelerator']}:{r['precision']}": r for r in read_results(done.stdout)}
+    assert "GPU available: True (cuda), used: True" in runs["cuda:32-true"]["log"]  # Lightning's own accelerator
+    for spec in ("accelhal:32-true", "accelhal-instance:32-true", "accelhal:bf16-mixed"):
+        record, theirs = runs[spec], runs["cuda:" + spec.partition(":")[2]]
+        assert record["accelerator_class"] == "AccelhalCUDAAccelerator", spec
+        assert "GPU available: True (cuda), used: True" in record["log"], record["log"]
+        assert [line for line in record["log"] if line.startswith("accelhal:")] == [
+            "accelhal: backend 'cuda' used: True (cuda:0)"
+        ]
+        assert not [text for text in record["warnings"] if "GPU available but not used" in text]
+        placed = ("root_device", "device", "param_device", "autocast")
+        assert [record[key] for key in placed] == [theirs[key] for key in placed]
+        assert record["device"] == "cuda:0"
+        assert _assert_trained(record) == _assert_trained(theirs), spec
 
 
 def test_bf16_mixed_autocasts_on_the_backends_device(trained: Runs) -> None:
@@ -136,6 +168,18 @@ def test_pytorch_lightning_package_trains_alike(trained: Runs) -> None:
     record, theirs = _run(trained, "pytorch_lightning/accelhal:32-true"), _run(trained, "pytorch_lightning/cpu:32-true")
     assert record["accelerator_class"] == "AccelhalAccelerator"
     assert _assert_trained(record) == _assert_trained(theirs) == _run(trained, "cpu:32-true")["losses"]
+
+
+@pytest.mark.parametrize("package", ["lightning.pytorch", "pytorch_lightning"])
+def test_the_installed_release_is_its_recorded_row(trained: Runs, package: str) -> None:
+    """The shape read from the imported package (the training process's) is the recorded one of its release."""
+    distribution = RANGES[package].distribution
+    release = metadata.version(distribution)
+    rows = recorded()[distribution]
+    assert release in rows, f"{distribution} {release} is not recorded: run scripts/record_lightning_shapes.py"
+    installed = next(r["shapes"] for r in trained["single"] if "shapes" in r)
+    assert installed[package] == rows[release] == SHAPES.shape_for(release).record()
+    assert RANGES[package].check() == release
 
 
 # ---------------------------------------------------------------- the accelerator's answers, in this process

@@ -20,8 +20,10 @@ their count, availability, device set-up, memory statistics, the communication b
 ``pytorch_lightning`` (the same code under its older name) has its own class, from
 :func:`accelerator_class` or ``register(package="pytorch_lightning")``.
 
-Importing this module imports neither Lightning nor torch; the names below do, when
-used. Nothing else in accelhal imports Lightning. See ``docs/lightning.md``.
+Supported: ``lightning`` and ``pytorch_lightning`` 2.4.0 to 2.6.6 (any 2.x from 2.4.0);
+another release is refused with :class:`~accelhal.UnsupportedReleaseError` before Lightning
+is imported. Importing this module imports neither Lightning nor torch; the names below do,
+when used. Nothing else in accelhal imports Lightning. See ``docs/lightning.md``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from accelhal.compat.lightning._lightning import AccelhalAccelerator
+    from accelhal.compat.lightning._releases import LightningShape
 
 __all__ = ["PACKAGES", "REGISTRY_NAME", "AccelhalAccelerator", "accelerator_class", "ddp_strategy", "register"]
 
@@ -56,9 +59,18 @@ def accelerator_class(package: str = "lightning.pytorch") -> type[Any]:
     The two packages carry the same code under different names, and each Trainer only
     accepts subclasses of its own ``Accelerator``; both classes behave identically.
     Imports the package.
+
+    Raises :class:`~accelhal.UnsupportedReleaseError` before importing it when the installed
+    release is outside the supported range (:data:`~accelhal.compat.lightning._releases.RANGES`).
     """
-    module = PACKAGES.get(package)
-    if module is None:
+    _checked(package)
+    cls: type[Any] = importlib.import_module(PACKAGES[package]).AccelhalAccelerator
+    return cls
+
+
+def _checked(package: str) -> LightningShape:
+    """The installed release's shape of ``package``; refuses an unknown package or a release outside the range."""
+    if package not in PACKAGES:
         from accelhal.errors import ConfigurationError
 
         raise ConfigurationError(
@@ -66,8 +78,9 @@ def accelerator_class(package: str = "lightning.pytorch") -> type[Any]:
             variable="package",
             value=package,
         )
-    cls: type[Any] = importlib.import_module(module).AccelhalAccelerator
-    return cls
+    from accelhal.compat.lightning._releases import checked_shape
+
+    return checked_shape(package)
 
 
 def register(package: str = "lightning.pytorch") -> type[Any]:
@@ -78,13 +91,16 @@ def register(package: str = "lightning.pytorch") -> type[Any]:
     once per process before the ``Trainer`` is built; ``strategy="ddp"`` children run
     the script again, and so call it again.
 
-    Raises :class:`~accelhal.ConfigurationError` for an unknown ``package``, and
-    Lightning's ``MisconfigurationException`` when another accelerator holds the name.
+    Raises :class:`~accelhal.UnsupportedReleaseError` for a release outside the supported
+    range, before anything is imported or registered; :class:`~accelhal.ConfigurationError`
+    for an unknown ``package``; Lightning's ``MisconfigurationException`` when another
+    accelerator holds the name.
     """
-    cls = accelerator_class(package)
+    shape = _checked(package)
+    cls: type[Any] = importlib.import_module(PACKAGES[package]).AccelhalAccelerator
     registry = importlib.import_module(f"{package}.accelerators").AcceleratorRegistry
     entry = dict.get(registry, REGISTRY_NAME)  # the registry's own get() instantiates the accelerator
-    if entry is None or entry["accelerator"] is not cls:
+    if entry is None or entry[shape.entry_class] is not cls:
         cls.register_accelerators(registry)
     return cls
 

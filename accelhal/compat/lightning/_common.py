@@ -32,8 +32,8 @@ _STAT_MEMBERS = {
 """The keys ``get_device_stats`` adds to ``memory_stats()``, each from the contract member named."""
 
 _MIXED_DTYPES = {"bf16-mixed": "is_bf16_supported", "16-mixed": "is_fp16_supported"}
-_LIGHTNING_GPU_TYPES = {"cuda": "CUDAAccelerator", "mps": "MPSAccelerator"}
-"""The device types Lightning's "GPU available ..., used" line knows, with the only class it counts as using one."""
+_GPU_CLASSES: dict[tuple[type[Any], str], type[Any]] = {}
+"""Each accelerator class with one device type's Lightning GPU class mixed in, made on first use."""
 
 
 def _contract() -> Accelerator:
@@ -130,6 +130,40 @@ class AccelhalLightningAccelerator:
 
     _package: ClassVar[str]
     """The Lightning package whose classes the subclass derives from."""
+    _plain: ClassVar[type[Any]]
+    """The class without a Lightning GPU class mixed in (what pickling names)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_plain" not in vars(cls):
+            cls._plain = cls
+
+    def __new__(cls, backend: str | Accelerator | None = None) -> Any:
+        """An instance of ``cls``, or, on a backend whose device type Lightning has a GPU class for, of both.
+
+        Lightning's own code asks ``isinstance(accelerator, CUDAAccelerator)`` (or
+        ``MPSAccelerator``) where it decides what a GPU run needs: its "GPU available: ...,
+        used" line, the root device of a single-device run, FSDP and DeepSpeed. On a cuda or
+        mps backend the accelerator is therefore also an instance of that class (its
+        ``__class__`` derives from ``cls`` and the Lightning class; every member still comes
+        from ``cls``), so Lightning treats the run as the GPU run it is. Which classes count
+        is the installed release's shape (:data:`~accelhal.compat.lightning._releases.SHAPES`).
+        """
+        from accelhal.compat.lightning._releases import checked_shape
+
+        gpu_used = checked_shape(cls._package).gpu_used
+        try:
+            device_type = (_contract() if backend is None else accelhal.set_accelerator(backend)).device_type
+        except AccelhalError:  # selection failed: is_available() says so when Lightning asks
+            device_type = ""
+        chosen = cls
+        if device_type in gpu_used:
+            key = (cls, device_type)
+            if key not in _GPU_CLASSES:
+                lightning_gpu = getattr(importlib.import_module(f"{cls._package}.accelerators"), gpu_used[device_type])
+                _GPU_CLASSES[key] = type(f"Accelhal{lightning_gpu.__name__}", (cls, lightning_gpu), {"_plain": cls})
+            chosen = _GPU_CLASSES[key]
+        return super().__new__(chosen)
 
     def __init__(self, backend: str | Accelerator | None = None) -> None:
         """Follow the active accelhal backend, or make ``backend`` (a name or an instance) active first.
@@ -138,11 +172,11 @@ class AccelhalLightningAccelerator:
         model's code and Lightning see one device.
         """
         super().__init__()
-        self._backend = None if backend is None else accelhal.set_accelerator(backend).name
+        self._backend = None if backend is None else _active_name()  # __new__ made it active
 
     def __reduce__(self) -> tuple[type[Any], tuple[str]]:
         # Spawned DDP workers unpickle the Trainer: they make the parent's backend active too.
-        return type(self), (self._backend or _active_name(),)
+        return self._plain, (self._backend or _active_name(),)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._backend!r})" if self._backend else f"{type(self).__name__}()"
@@ -265,21 +299,10 @@ class AccelhalLightningAccelerator:
                 plugin.scaler = torch.amp.GradScaler(device=acc.device_type)
 
     def _log_device(self, trainer: Any, acc: Accelerator) -> None:
-        """Say, in Lightning's log, which backend and device the run uses.
-
-        Lightning's own line (``GPU available: True (cuda), used: False``, with the warning "GPU
-        available but not used") asks only whether the accelerator *is* its ``CUDAAccelerator``
-        or ``MPSAccelerator`` (``isinstance``, in ``_log_device_info``); there is no registry or
-        member a custom accelerator can answer it with, so on cuda and mps this line says what
-        Lightning's does not.
-        """
-        used = f"accelhal: backend {acc.name!r} used: True ({trainer.strategy.root_device})"
-        if acc.device_type in _LIGHTNING_GPU_TYPES:
-            used += (
-                f"; Lightning's 'GPU available: ..., used: False' above counts only its own "
-                f"{_LIGHTNING_GPU_TYPES[acc.device_type]}, this run is on the GPU"
-            )
-        self._lightning("utilities").rank_zero_info(used)
+        """Say, in Lightning's log, which backend and device the run uses (after Lightning's "GPU available" line)."""
+        self._lightning("utilities").rank_zero_info(
+            f"accelhal: backend {acc.name!r} used: True ({trainer.strategy.root_device})"
+        )
 
     def _check_process_group(self, trainer: Any, acc: Accelerator) -> None:
         used = getattr(trainer.strategy, "process_group_backend", None)
