@@ -41,6 +41,13 @@ def test_the_concepts_page_quotes_the_warning_as_it_is() -> None:
     assert f"`{FALLBACK_WARNING}`" in page
 
 
+def test_the_plugin_guide_says_the_warning_counts_plugin_problems_and_the_debug_log_names_them() -> None:
+    page = " ".join((Path(__file__).parent.parent / "docs" / "plugins.md").read_text().split())
+    counted = selection._fallback_warning(2).split("says why; ")[1].rstrip(")")
+    said = f"counts the problems in its one-line warning (`{counted}`) and names each in the `accelhal` logger's DEBUG"
+    assert said in page
+
+
 FIRST_CALL = """
 import logging, sys
 if sys.argv[1:] == ["debug"]:
