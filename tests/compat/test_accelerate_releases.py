@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -187,3 +188,22 @@ def test_a_member_in_another_shape_than_its_release_has_is_refused_by_name(tmp_p
         "'function (self, cpu, sagemaker_dp, backend)' (tested from 1.0.0 to 1.15.0; docs/accelerate.md)"
     )
     assert after == "False True"
+
+
+def test_the_runner_refuses_in_one_line_and_names_its_usage(tmp_path: Path) -> None:
+    info = tmp_path / "accelerate-0.34.2.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: accelerate\nVersion: 0.34.2\n", encoding="utf-8")
+    env = child_environment(PYTHONPATH=f"{tmp_path}:{REPO}")
+    runner = [sys.executable, "-m", "accelhal.compat.accelerate"]
+    refused = subprocess.run([*runner, "train.py"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.splitlines() == [
+        "accelhal.compat.accelerate: UnsupportedReleaseError: accelerate 0.34.2 is outside the releases accelhal "
+        "supports (accelerate>=1.0.0,<2): tested from 1.0.0 to 1.15.0; install a release in that range"
+    ]
+    bare = subprocess.run(runner, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert (bare.returncode, bare.stderr) == (
+        2,
+        "usage: python -m accelhal.compat.accelerate SCRIPT [ARGS] | -m MODULE [ARGS]\n",
+    )
