@@ -50,14 +50,16 @@ def _table() -> tuple[Variable, ...]:
             "unset",
             "Force a backend by name (trimmed, case-insensitive; empty or blank means unset). An unknown "
             "name is an error listing the known names; a known but unavailable one is an error with the "
-            "probe's reason. A forced backend never falls back to another.",
+            "probe's reason. A forced backend never falls back to another. 'generic' means the device "
+            "torch.accelerator reports, under the backend the generic plugin registered for it (unless a "
+            "backend is registered under that very name); where there is none, an error that says why.",
         ),
         Variable(
             "DS_ACCELERATOR",
             "backend name",
             "unset",
             "DeepSpeed's override, honoured when ACCELHAL_ACCELERATOR is unset or blank; 'xpu.external' "
-            "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR.",
+            "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR, 'generic' included.",
         ),
         Variable(
             "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",

@@ -109,6 +109,19 @@ def test_generic_without_a_device_torch_reports_says_so(monkeypatch: pytest.Monk
     assert (report.chosen, report.rule) == (None, "error")
 
 
+def test_ds_accelerator_takes_generic_as_accelhal_accelerator_does_and_both_descriptions_say_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DS_ACCELERATOR", " Generic ")
+    with pytest.raises(accelhal.BackendUnavailableError, match=r"^accelerator 'generic' \(requested by DS_ACC"):
+        accelhal.get_accelerator()
+    from accelhal.settings import VARIABLES
+
+    described = {v.name: " ".join(v.help.split()) for v in VARIABLES}
+    assert "'generic' means the device torch.accelerator reports" in described["ACCELHAL_ACCELERATOR"]
+    assert "Parsed like ACCELHAL_ACCELERATOR, 'generic' included." in described["DS_ACCELERATOR"]
+
+
 def test_generic_with_its_plugin_blocked_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACCELHAL_BLOCK_PLUGINS", "generic")
     with pytest.raises(accelhal.BackendUnavailableError, match=r"\(requested by set_accelerator\)") as raised:
