@@ -41,7 +41,7 @@ nitpick_ignore_regex = [
     (
         r"py:.*",
         r"(int|str|bool|float|bytes|object|type|list|dict|tuple|set|frozenset|None|Exception|"
-        r"ValueError|TypeError|RuntimeError|NotImplementedError|Callable|Any|Sequence|Mapping)",
+        r"ValueError|TypeError|RuntimeError|NotImplementedError|Callable|Any|Sequence|Mapping|timedelta)",
     ),
     # private helpers (type variables, base classes) are not documented
     (r"py:.*", r"(.*\.)?_[A-Za-z]\w*"),

@@ -108,7 +108,7 @@ MPS = BackendSpec.for_device_module(
     accelerator="accelhal_backends.mps.accelerator:MpsAccelerator",
     hint="MPS needs macOS 12.3+ on Apple silicon (or an AMD GPU) and a macOS build of torch",
     device_check_command="system_profiler SPDisplaysDataType",
-    description="Apple-silicon GPUs through torch.mps; gloo collectives",
+    description="Apple-silicon GPUs through torch.mps; gloo collectives on host copies (hostgloo)",
 )
 
 HPU = BackendSpec.for_device_module(
