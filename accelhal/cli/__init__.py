@@ -11,11 +11,15 @@ Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Sch
 - ``ray-resources``: this node's devices as Ray resources, for ``ray start`` (the ``ray`` extra).
 
 User mistakes (a bad variable, an unknown or unavailable backend) print one
-``accelhal: error:`` message and exit with status 2, never a traceback. With ``--json``
+``accelhal: error:`` message and exit with status 2, never a traceback. What a device's
+runtime raises is a finding (``doctor``) or a verdict (``list``, ``explain``); where a
+command cannot go on without the call, one ``accelhal: error:`` message names the
+exception and the call, with exit status 1 (:mod:`accelhal.cli.faults`). With ``--json``
 stdout always gets one valid JSON document: the command's own (which carries the error
-when selection failed), or :class:`~accelhal.cli.models.ErrorOutput`. What vendor
-packages print while they are imported or probed goes to stderr (see
-:mod:`accelhal.vendor_output`).
+when selection failed), or :class:`~accelhal.cli.models.ErrorOutput`. A closed pipe
+(``accelhal list | head -1``) ends the output, not the command: the exit status is the
+command's own. What vendor packages print while they are imported or probed goes to
+stderr (see :mod:`accelhal.vendor_output`).
 
 Example::
 
@@ -38,6 +42,9 @@ from accelhal.cli.warnings_filter import hide_torch_numpy_warning
 
 USAGE_ERROR = 2
 """Exit status of a user mistake (as argparse uses for a bad command line)."""
+
+FAILED = 1
+"""Exit status when vendor or torch code raised where the command could not go on."""
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
@@ -108,19 +115,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.pytest_args = passthrough
     _configure_logging(args.verbose)
     try:
-        return int(args.handler(args))
+        status = int(args.handler(args))
+        render.write("")  # what stdout still holds: a reader that went away is seen here, not at exit
+        return status
     except AccelhalError as exc:
-        render.error(str(exc))
-        if getattr(args, "json", False):
-            from accelhal.cli.models import ErrorOutput
-
-            render.print_json(ErrorOutput(command=args.command, error=str(exc)))
-        return USAGE_ERROR
+        return _failed(args, str(exc), USAGE_ERROR)
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # `accelhal list | head`
-        sys.stderr.close()
+    except BrokenPipeError:  # the reader went away (`accelhal list | head -1`): not an error
+        render.close_output(1)
         return 0
+    except Exception as exc:  # vendor or torch code raised where no check contained it: one message, no traceback
+        from accelhal.cli.faults import describe
+
+        return _failed(args, f"'accelhal {args.command}' stopped: {describe(exc)}", FAILED)
+
+
+def _failed(args: argparse.Namespace, message: str, status: int) -> int:
+    """Say ``message`` on stderr (and as the ``error`` JSON document with ``--json``); return ``status``."""
+    from accelhal.cli import render
+
+    render.error(message)
+    if getattr(args, "json", False):
+        from accelhal.cli.models import ErrorOutput
+
+        render.print_json(ErrorOutput(command=args.command, error=message))
+    return status
 
 
 def console_main() -> NoReturn:

@@ -7,9 +7,12 @@
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
 ``plugin-crashed``, ``plugin-hung``, ``discovery-crashed``, ``forced-unavailable``,
 ``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
-``devices-hidden``, ``devices-missing``, ``torch-disagrees``; and one notice (severity
-``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime that
-is installed and loads but sees no device, with the vendor's own check command.
+``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``runtime-error`` (a device's
+runtime raised in a call a check made: the device, the call and the exception),
+``check-failed`` (a check raised for another reason); and one notice (severity ``notice``,
+which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
+reports, for the generic backend) that loads but sees no device, with the vendor's own
+check command. A check that raises never ends the command: the checks after it run.
 
 Discovery runs in a child process first (:mod:`accelhal.cli.guard`): ``import torch``,
 then the selection and every plugin, each plugin step with a time limit
@@ -39,6 +42,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from accelhal.cli import faults
 from accelhal.cli.guard import Outcome, run_guarded
 from accelhal.cli.models import DoctorOutput, Problem, Severity
 from accelhal.cli.wording import STATUS_PHRASES, distribution_of, failure_fix, failure_title
@@ -370,15 +374,18 @@ def _check_plugins(ctx: Context) -> None:
         )
     for candidate in report.candidates:
         if candidate.status in (Status.PROBE_ERROR, Status.BROKEN):
+            repair = (
+                f"the {candidate.name} driver or runtime (the vendor's own tools say what fails)"
+                if candidate.source == "built-in"
+                else f"the installation of {candidate.source}"
+            )
             ctx.problems.append(
                 Problem(
                     code="backend-broken",
                     title=f"backend {candidate.name!r} {STATUS_PHRASES[candidate.status]}",
                     detail=sentence(f"{candidate.source}: {candidate.reason}"),
                     fix=sentence(
-                        candidate.hint
-                        or f"repair the installation of {candidate.source}, or skip it with "
-                        f"ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
+                        candidate.hint or f"repair {repair}, or skip it with ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
                         capital=True,
                     ),
                 )
@@ -386,7 +393,11 @@ def _check_plugins(ctx: Context) -> None:
 
 
 def _check_installed_without_device(ctx: Context) -> None:
-    """A notice for each vendor runtime that is installed and loads but sees no device."""
+    """A notice for each vendor runtime that is installed and loads but sees no device.
+
+    That is a named backend's vendor module, or the device torch itself reports (the generic
+    backend: an out-of-tree device that torch loaded).
+    """
     from accelhal.selection import registry
 
     if ctx.report is None or ctx.settings is None:
@@ -395,17 +406,18 @@ def _check_installed_without_device(ctx: Context) -> None:
         spec = registration.spec
         candidate = ctx.report.candidate(spec.name)
         vendor = [module for module in spec.requires if module != "torch"]
-        if candidate is None or candidate.status is not Status.NO_DEVICE or not vendor:
+        if candidate is None or candidate.status is not Status.NO_DEVICE or not (vendor or spec.generic):
             continue  # torch's own device modules (torch.cuda, torch.xpu) are in every torch: no notice
         command = spec.device_check_command
-        look = f"run {command}" if command else "check that the device and its driver are installed"
+        look = f"run {command} to see what the driver finds" if command else "check its driver and its devices"
+        what = ", ".join(vendor) + " is installed and loads" if vendor else f"torch's accelerator {spec.name!r} loads"
         ctx.problems.append(
             Problem(
                 code="no-device",
                 severity=Severity.NOTICE,
-                title=f"{', '.join(vendor)} is installed and loads, but sees no {spec.name} device",
+                title=f"{what}, but sees no {spec.name} device",
                 detail=f"{candidate.source}: {sentence(candidate.reason)}",
-                fix=f"If this machine should have {spec.name} devices, {look} to see what the driver finds; "
+                fix=f"If this machine should have {spec.name} devices, {look}; "
                 f"otherwise nothing needs fixing (accelhal uses {ctx.report.chosen or 'another backend'}).",
             )
         )
@@ -416,7 +428,9 @@ def _active_device_count(name: str) -> int | None:
     from accelhal.selection import get_accelerator
 
     acc = get_accelerator()
-    return int(acc.device_count()) if acc.name == name else None
+    if acc.name != name:
+        return None
+    return int(faults.call(name, f"{type(acc).__name__}.device_count()", acc.device_count))
 
 
 def _visible_devices_problem(variable: str, raw: str, backend: str, status: Status, reason: str) -> Problem | None:
@@ -461,20 +475,26 @@ def _check_visible_devices(ctx: Context) -> None:
 
 
 def _torch_current_accelerator() -> str:
-    """The device type ``torch.accelerator`` would use (``"cpu"`` when none), without a device context."""
+    """The device type ``torch.accelerator`` would use (``"cpu"`` when none), without a device context.
+
+    Raises :class:`~accelhal.cli.faults.RuntimeCallError` when the device's runtime raises.
+    """
     import torch
 
     current = getattr(getattr(torch, "accelerator", None), "current_accelerator", None)
     if current is None:
         raise LookupError("this torch has no torch.accelerator")
-    if "check_available" in inspect.signature(current).parameters:
-        device = current(check_available=True)
-    else:  # torch 2.6's has no check_available and raises where no accelerator is available
-        try:
+    if "check_available" not in inspect.signature(current).parameters:
+        try:  # torch 2.6's has no check_available and raises where no accelerator is available
             device = current()
         except RuntimeError:
             device = None
-    return "cpu" if device is None else str(device.type)
+        return "cpu" if device is None else str(device.type)
+    device = faults.call("torch", "torch.accelerator.current_accelerator()", current)
+    if device is None:
+        return "cpu"
+    available = faults.call(device.type, "torch.accelerator.is_available()", torch.accelerator.is_available)
+    return str(device.type) if available else "cpu"
 
 
 def _check_torch_accelerator(ctx: Context) -> None:
@@ -523,12 +543,40 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
 """Every check, in the order it runs (later checks use what earlier ones found)."""
 
 
+def _check_raised(ctx: Context, name: str, exc: Exception) -> None:
+    """The finding for a check that vendor or torch code (or accelhal) stopped; the other checks go on."""
+    if isinstance(exc, faults.RuntimeCallError):
+        device = "torch" if exc.device == "torch" else f"the {exc.device!r} runtime"
+        problem = Problem(
+            code="runtime-error",
+            title=f"{device} raises in {exc.call}",
+            detail=f"{faults.exception_text(exc.error)}; the {name} check stopped there, the other checks ran",
+            fix="repair the device's driver or runtime (the vendor's own tools say what fails); until then "
+            f"{exc.call} raises the same way in every program",
+        )
+    else:
+        problem = Problem(
+            code="check-failed",
+            title=f"the {name} check raised {type(exc).__name__}",
+            detail=f"{faults.describe(exc)}; the other checks ran",
+            fix="report this to accelhal, with this detail",
+        )
+    ctx.problems.append(problem)
+
+
 def diagnose() -> DoctorOutput:
-    """Run every check against this process's environment and selection."""
+    """Run every check against this process's environment and selection.
+
+    A check that raises (a device's runtime, torch, or accelhal itself) is a finding, and the
+    checks after it still run.
+    """
     ctx = Context(environ=dict(os.environ))
     try:
-        for _, check in CHECKS:
-            check(ctx)
+        for name, check in CHECKS:
+            try:
+                check(ctx)
+            except Exception as exc:
+                _check_raised(ctx, name, exc)
     finally:  # _check_isolation may have blocked plugins for the checks after it
         os.environ.pop(_BLOCK, None)
         if _BLOCK in ctx.environ:

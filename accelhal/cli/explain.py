@@ -11,6 +11,7 @@ backend is explained), else 0.
 from __future__ import annotations
 
 import argparse
+import os
 
 from accelhal.cli import render
 from accelhal.cli.models import ExplainOutput, Outcome
@@ -114,15 +115,49 @@ def _explain_unregistered(name: str, report: DetectionReport, known: list[str]) 
             known=known,
         )
     held_back = [f"{p.name} ({p.state}: {p.detail})" for p in report.plugins if p.state != "loaded"]
+    details = [f"known backends: {', '.join(known)}", *(f"plugin not loaded: {h}" for h in held_back)]
+    summary = f"no installed plugin registers a backend named {quote(name)}"
+    unloaded = _autoload_skipped()
+    if unloaded is None:
+        hint = f"install the distribution that provides {quote(name)}, or use one of: {', '.join(known)}"
+    else:  # the device may be a vendor's that torch's autoload was told not to load
+        variable, value, points = unloaded
+        summary += f"; torch's device autoload is off ({variable}={value}), so no torch.backends entry point was loaded"
+        details.append(f"torch.backends entry points not loaded: {'; '.join(points)}")
+        hint = (
+            f"if {quote(name)} is the device of a vendor package named above, import the package before accelhal "
+            f"selects a backend, as torch's autoload would (the entry point says what it runs), or unset {variable} "
+            "so that 'import torch' loads it"
+        )
     return ExplainOutput(
         name=name,
         active=report.chosen,
         outcome=Outcome.UNKNOWN,
-        summary=f"no installed plugin registers a backend named {quote(name)}",
-        details=[f"known backends: {', '.join(known)}", *(f"plugin not loaded: {h}" for h in held_back)],
-        hint=f"install the distribution that provides {quote(name)}, or use one of: {', '.join(known)}",
+        summary=summary,
+        details=details,
+        hint=hint,
         known=known,
     )
+
+
+def _autoload_skipped() -> tuple[str, str, list[str]] | None:
+    """Torch's device autoload is off and ``torch.backends`` entry points are installed: what to say of it.
+
+    ``(variable, its value, ["name = value (distribution version)", ...])``, else ``None``.
+    """
+    from accelhal.entry_points import find
+    from accelhal.torch_import import AUTOLOAD_VARIABLE
+
+    value = os.environ.get(AUTOLOAD_VARIABLE, "1")
+    points = find("torch.backends") if value != "1" else []  # torch loads them only when it is "1"
+    if not points:
+        return None
+    described = []
+    for ep in points:
+        dist = getattr(ep, "dist", None)
+        where = f" ({dist.metadata['Name']} {dist.version})" if dist is not None else ""
+        described.append(f"{ep.name} = {ep.value}{where}")
+    return AUTOLOAD_VARIABLE, value, described
 
 
 def _why_not(candidate: CandidateReport, report: DetectionReport) -> tuple[Outcome, str]:

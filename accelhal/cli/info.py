@@ -2,7 +2,10 @@
 
 The ``why`` is one sentence and then one line per probed backend; ``plugin problems``
 lists every plugin failure of the selection (a plugin that cannot be imported, a backend
-name taken without ``replaces=``, ...), which ``accelhal doctor`` says how to fix.
+name taken without ``replaces=``, ...), which ``accelhal doctor`` says how to fix;
+``plugins held back`` (only when there are any) names each plugin a variable kept from
+loading (``ACCELHAL_BLOCK_PLUGINS``, ``ACCELHAL_PLUGINS``, ``ACCELHAL_DISABLE_PLUGIN_AUTOLOAD``,
+or a forced backend it does not concern) and the variable.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from rich.console import Console
 from accelhal.cli import render
 from accelhal.cli.models import InfoOutput
 from accelhal.cli.wording import decision_sentence, failure_line, probe_rows
-from accelhal.report import DetectionReport
+from accelhal.report import AcceleratorInfo, DetectionReport
 from accelhal.text import sentence
 
 NAME = "info"
@@ -27,16 +30,34 @@ DESCRIPTION = (
 
 SELECTION_FAILED = 2
 """Exit status when no backend could be selected (a bad variable, a forced backend that is unusable, ...)."""
+DESCRIBE_FAILED = 1
+"""Exit status when the active backend's runtime raised while it was described."""
+
+HELD_BACK = frozenset({"blocked", "not-allowed", "autoload-disabled", "deferred"})
+"""Plugin states in which a variable kept the plugin from loading (its detail names the variable)."""
 
 
 def collect() -> InfoOutput:
-    """Run selection and describe the active accelerator; when selection fails, ``error`` says why."""
+    """Run selection and describe the active accelerator; when that fails, ``error`` says why."""
+    from accelhal.cli.faults import describe
     from accelhal.selection import detect, get_accelerator
 
     report = detect()
+    held_back = [p for p in report.plugins if p.state in HELD_BACK]
+
+    def output(accelerator: AcceleratorInfo | None, error: str | None = None) -> InfoOutput:
+        return InfoOutput(
+            detection=report, accelerator=accelerator, error=error, plugin_problems=report.failures, held_back=held_back
+        )
+
     if report.chosen is None:
-        return InfoOutput(detection=report, accelerator=None, error=report.explanation, plugin_problems=report.failures)
-    return InfoOutput(detection=report, accelerator=get_accelerator().info(), plugin_problems=report.failures)
+        return output(None, report.explanation)
+    acc = get_accelerator()
+    try:
+        described = acc.info()
+    except Exception as exc:  # a device's runtime can raise in any call: say which, go no further
+        return output(None, f"the active backend {acc.name!r} raised while it was described: {describe(exc)}")
+    return output(described)
 
 
 def print_why(out: Console, report: DetectionReport) -> None:
@@ -62,18 +83,29 @@ def print_plugin_problems(out: Console, report: DetectionReport) -> None:
     render.items(out, [failure_line(failure, report) for failure in report.failures])
 
 
+def print_held_back(out: Console, output: InfoOutput) -> None:
+    """``plugins held back: N``, then each reason (it names the variable) with its plugins; nothing when none."""
+    by_reason: dict[str, list[str]] = {}
+    for plugin in output.held_back:
+        by_reason.setdefault(plugin.detail, []).append(plugin.name)
+    if by_reason:
+        render.field(out, "plugins held back", str(len(output.held_back)))
+        render.items(out, [f"{', '.join(names)}: {reason}" for reason, names in by_reason.items()])
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the active backend's description; exit status 2 when selection fails."""
+    """Print the active backend's description; exit status 2 when selection fails, 1 when describing it raised."""
     output = collect()
+    report, acc = output.detection, output.accelerator
+    status = 0 if acc is not None else SELECTION_FAILED if report.chosen is None else DESCRIBE_FAILED
     if args.json:
         render.print_json(output)
-        if output.accelerator is None:
-            render.error(output.error or output.detection.rule)
-        return 0 if output.accelerator is not None else SELECTION_FAILED
-    report, acc = output.detection, output.accelerator
+        if acc is None:
+            render.error(output.error or report.rule)
+        return status
     if acc is None:
         render.error(output.error or report.rule)
-        return SELECTION_FAILED
+        return status
     out = render.console()
     chosen = report.candidate(acc.name)
     source = f", {chosen.source}" if chosen is not None else ""
@@ -106,4 +138,5 @@ def run(args: argparse.Namespace) -> int:
     versions += [f"{name} {version}" for name, version in sorted(acc.vendor_versions.items())]
     render.field(out, "versions", ", ".join(versions))
     print_plugin_problems(out, report)
+    print_held_back(out, output)
     return 0

@@ -34,15 +34,25 @@ class _Output(BaseModel):
 class InfoOutput(_Output):
     """``accelhal info --json``: how the active backend was chosen, and what it has.
 
-    When selection fails, ``accelerator`` is null and ``error`` says why (exit status 2).
+    When selection fails, ``accelerator`` is null and ``error`` says why (exit status 2); also
+    when the active backend's runtime raised while it was described (exit status 1).
     """
 
     detection: DetectionReport
     accelerator: AcceleratorInfo | None
-    error: str | None = Field(default=None, description="why no backend could be selected; null on success")
+    error: str | None = Field(
+        default=None,
+        description="why no backend could be selected, or what the active backend raised when described; "
+        "null on success",
+    )
     plugin_problems: list[FailureReport] = Field(
         default_factory=list,
         description="every plugin failure (the detection's failures): what the 'plugin problems' line shows",
+    )
+    held_back: list[PluginReport] = Field(
+        default_factory=list,
+        description="every plugin a variable kept from loading (state blocked, not-allowed, autoload-disabled or "
+        "deferred; the detail names the variable): what the 'plugins held back' line shows",
     )
 
 
@@ -132,7 +142,10 @@ class DoctorOutput(_Output):
 
 
 class ErrorOutput(_Output):
-    """What any ``--json`` command prints when it fails before it has its own output (exit status 2)."""
+    """What any ``--json`` command prints when it fails before it has its own output.
+
+    Exit status 2 for a user mistake; 1 when vendor or torch code raised where the command could not go on.
+    """
 
     command: str
     error: str = Field(description="the message, as 'accelhal: error:' prints it on stderr")

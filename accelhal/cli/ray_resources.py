@@ -9,7 +9,6 @@ it out and a note on stderr gives the option; ``--args`` prints every option, re
 from __future__ import annotations
 
 import argparse
-import sys
 
 from accelhal.cli import render
 from accelhal.cli.models import RayResourcesOutput
@@ -56,9 +55,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         render.print_json(output)
     elif args.as_arguments:
-        sys.stdout.write(" ".join(output.arguments) + "\n")
+        render.write(" ".join(output.arguments) + "\n")
     else:
-        sys.stdout.write(output.resources_json + "\n")
+        render.write(output.resources_json + "\n")
         by_option = [argument for argument in output.arguments if not argument.startswith("--resources=")]
         if by_option:
             render.note(

@@ -11,9 +11,10 @@ widening the table or running back to column 0.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO, cast
+from typing import Any, TextIO, cast
 
 from pydantic import BaseModel
 from rich import box
@@ -79,15 +80,40 @@ class _TrimmedLines:
         return False
 
 
+def close_output(fd: int) -> None:
+    """Send what is still written to ``fd`` (1 or 2) to ``os.devnull``: the reader of its pipe went away.
+
+    Neither the command nor the interpreter's exit then fails on it (``accelhal list | head -1``).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class _Console(Console):
+    """A rich console on file descriptor ``fd`` whose closed pipe ends the output, not the command."""
+
+    def __init__(self, fd: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.fd = fd
+
+    def on_broken_pipe(self) -> None:
+        """Write nothing more (rich's own answer is to exit with status 1)."""
+        self.quiet = True
+        close_output(self.fd)
+
+
 def console(*, stderr: bool = False) -> Console:
     """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide.
 
-    Piped, its lines carry no trailing blanks (a pasted bug report stays clean).
+    Piped, its lines carry no trailing blanks (a pasted bug report stays clean). When the reader
+    of the pipe goes away, the console writes nothing more and the command goes on.
     """
-    out = Console(stderr=stderr, highlight=False)
+    fd = 2 if stderr else 1
+    out: Console = _Console(fd, stderr=stderr, highlight=False)
     if not out.is_terminal:
         trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
-        out = Console(file=trimmed, highlight=False)
+        out = _Console(fd, file=trimmed, highlight=False)
     if out.width > MAX_WIDTH:
         out.width = MAX_WIDTH
     return out
@@ -171,9 +197,18 @@ def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
+def write(text: str) -> None:
+    """Write ``text`` to stdout as it is; when the reader of the pipe went away, nothing more is written."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        close_output(1)
+
+
 def print_json(model: BaseModel) -> None:
     """Write ``model`` as indented JSON to stdout (plain, never coloured)."""
-    sys.stdout.write(model.model_dump_json(indent=2) + "\n")
+    write(model.model_dump_json(indent=2) + "\n")
 
 
 def error(message: str) -> None:

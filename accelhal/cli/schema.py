@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from accelhal.cli import render
 from accelhal.cli.models import OUTPUT_MODELS
 
 NAME = "schema"
@@ -31,5 +31,5 @@ def run(args: argparse.Namespace) -> int:
     """Print the schema(s) as JSON."""
     everything = schemas()
     chosen = everything if args.command_name is None else everything[args.command_name]
-    sys.stdout.write(json.dumps(chosen, indent=2) + "\n")
+    render.write(json.dumps(chosen, indent=2) + "\n")
     return 0

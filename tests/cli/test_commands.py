@@ -181,3 +181,41 @@ def test_check_without_the_conformance_kit_says_so() -> None:
 def test_module_entry_point_matches_console_script() -> None:
     result = run_accelhal("--version")
     assert result.returncode == 0 and result.stdout.startswith("accelhal ")
+
+
+@pytest.mark.parametrize(
+    ("env", "plugins", "reason"),
+    [
+        (
+            {"ACCELHAL_BLOCK_PLUGINS": "staged_blockme,mps"},
+            {"mps", "staged_blockme"},
+            "listed in ACCELHAL_BLOCK_PLUGINS",
+        ),
+        ({"ACCELHAL_PLUGINS": "stagedplugins"}, {"staged_blockme", "staged_broken"}, "not listed in ACCELHAL_PLUGINS"),
+        (
+            {"ACCELHAL_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            {"stagedplugins", "staged_blockme", "staged_broken"},
+            "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD=1 loads only built-in backends",
+        ),
+    ],
+    ids=["blocked", "not-allowed", "autoload-disabled"],
+)
+def test_info_says_which_plugins_a_variable_held_back(
+    staged, env: dict[str, str], plugins: set[str], reason: str
+) -> None:
+    data = staged("info", "--json", env=env).json()
+    assert {p["name"] for p in data["held_back"]} == plugins
+    assert {p["detail"] for p in data["held_back"]} == {reason}
+    human = staged("info", env=env)
+    assert human.returncode == 0, human.output
+    count, _, items = human.stdout.partition("plugins held back: ")[2].partition("\n")
+    assert count == str(len(plugins))
+    names, _, said = " ".join(items.split()).removeprefix("- ").partition(": ")  # one item: one reason
+    assert set(names.split(", ")) == plugins
+    assert said == reason
+
+
+def test_info_names_no_held_back_plugins_when_none_is() -> None:
+    result = run_accelhal("info")
+    assert "held back" not in result.stdout
+    assert run_accelhal("info", "--json").json()["held_back"] == []

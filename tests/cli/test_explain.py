@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+from tests.cli.conftest import run_accelhal
+from tests.privateuse1.child import write_autoload_distribution
 
 CASES = {
     "staged_missing": ("not-installed", "accelhal_no_such_module"),
@@ -50,3 +55,20 @@ def test_unknown_name_lists_the_known_ones(staged) -> None:
     assert "tpu: unknown" in result.stdout
     known = staged("explain", "tpu", "--json").json()["known"]
     assert {"staged_missing", "staged_low", "cpu"} <= set(known)
+
+
+def test_a_device_whose_vendor_torch_autoload_was_told_not_to_load(tmp_path: Path) -> None:
+    """A real ``torch.backends`` entry point (the test device's) with torch's device autoload off."""
+    write_autoload_distribution(tmp_path, "testdev")
+    env = {"PYTHONPATH": str(tmp_path), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    data = run_accelhal("explain", "testdev", "--json", env=env).json()
+    assert data["outcome"] == "unknown"
+    assert "torch's device autoload is off (TORCH_DEVICE_BACKEND_AUTOLOAD=0)" in data["summary"]
+    entry_point = "testdev = tests.privateuse1.device:autoload (accelhal-testdev 1.0)"
+    assert f"torch.backends entry points not loaded: {entry_point}" in data["details"]
+    assert "install the distribution" not in data["hint"]
+    assert "import the package before accelhal selects a backend" in data["hint"]
+    assert "or unset TORCH_DEVICE_BACKEND_AUTOLOAD" in data["hint"]
+    human = run_accelhal("explain", "testdev", env=env)
+    assert human.returncode == 2 and "Traceback" not in human.output
+    assert "hint: If 'testdev' is the device of a vendor package named above" in " ".join(human.stdout.split())
