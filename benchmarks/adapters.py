@@ -26,7 +26,6 @@ path's step time varies by more than the target.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import gc
@@ -36,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +109,16 @@ class _Clock:
     def stop(self) -> None:
         _synchronize()
         self.seconds += self._now() - self._since
+
+
+def timed_steps(step: Callable[[int], object]) -> float:
+    """Seconds (:class:`_Clock`'s) that :data:`STEPS` calls ``step(index)`` take."""
+    clock = _Clock()
+    clock.start()
+    for index in range(STEPS):
+        step(index)
+    clock.stop()
+    return clock.seconds
 
 
 def alternate(blocks: Mapping[str, Block], rounds: int) -> dict[str, Sample]:
@@ -190,51 +199,32 @@ def lightning_blocks() -> dict[str, Block]:
     return {"own": lambda: fit(own), "accelhal": lambda: fit("accelhal")}
 
 
-@contextlib.contextmanager
-def _accelerate_adapter(enabled: bool) -> Iterator[None]:
-    """The Accelerate adapter installed when ``enabled``; Accelerate's state reset before and after."""
-    from accelerate.state import AcceleratorState, GradientState
-
-    from accelhal.compat.accelerate import install, uninstall
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-    if enabled:
-        install()
-    try:
-        yield
-    finally:
-        uninstall()
-        AcceleratorState._reset_state(reset_partial_state=True)
-        GradientState._reset_state()
-
-
 def accelerate_blocks() -> dict[str, Block]:
     """Accelerate's loop of :data:`STEPS` steps, on its own and with the adapter installed."""
     import torch
     from accelerate import Accelerator
 
+    from tests.compat.accelerate_train import _adapter as accelerate_adapter
+
     on_host = not torch.cuda.is_available()
     batches = _batches()
 
     def loop(adapter: bool) -> float:
-        with _accelerate_adapter(adapter):
+        with accelerate_adapter(adapter):
             accelerator = Accelerator(cpu=on_host and not adapter)
             model = _mlp()
             optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
             model, optimizer = accelerator.prepare(model, optimizer)
             device = accelerator.device
             data = [(x.to(device), y.to(device)) for x, y in batches]
-            clock = _Clock()
-            clock.start()
-            for step in range(STEPS):
-                x, y = data[step % len(data)]
-                loss = torch.nn.functional.mse_loss(model(x), y)
-                accelerator.backward(loss)
+
+            def step(index: int) -> None:
+                x, y = data[index % len(data)]
+                accelerator.backward(torch.nn.functional.mse_loss(model(x), y))
                 optimizer.step()
                 optimizer.zero_grad()
-            clock.stop()
-            return clock.seconds
+
+            return timed_steps(step)
 
     return {"own": lambda: loop(False), "accelhal": lambda: loop(True)}
 
@@ -243,6 +233,8 @@ def trainer_blocks() -> dict[str, Block]:
     """transformers' Trainer for :data:`STEPS` steps on a small Llama, on its own and with the adapter."""
     import torch
     import transformers
+
+    from tests.compat.accelerate_train import _adapter as accelerate_adapter
 
     on_host = not torch.cuda.is_available()
     vocab, sequence, batch = 256, 64, 8
@@ -272,7 +264,7 @@ def trainer_blocks() -> dict[str, Block]:
 
     def train(adapter: bool) -> float:
         timing = Timing()
-        with _accelerate_adapter(adapter), tempfile.TemporaryDirectory() as out:
+        with accelerate_adapter(adapter), tempfile.TemporaryDirectory() as out:
             args = transformers.TrainingArguments(
                 output_dir=out,
                 max_steps=STEPS,
@@ -334,15 +326,13 @@ def deepspeed_blocks() -> dict[str, Block]:
     def steps(name: str) -> float:
         set_accelerator(accelerators[name])
         engine = engines[name]
-        clock = _Clock()
-        clock.start()
-        for step in range(STEPS):
-            x, y = data[step % len(data)]
-            loss = torch.nn.functional.mse_loss(engine(x), y)
-            engine.backward(loss)
+
+        def step(index: int) -> None:
+            x, y = data[index % len(data)]
+            engine.backward(torch.nn.functional.mse_loss(engine(x), y))
             engine.step()
-        clock.stop()
-        return clock.seconds
+
+        return timed_steps(step)
 
     return {"own": lambda: steps("own"), "accelhal": lambda: steps("accelhal")}
 
