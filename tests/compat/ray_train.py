@@ -12,9 +12,10 @@ and batches on ``ray.train.torch.get_device()``. ``accelhal`` is accelhal's:
 ``CPU``, ``GPU`` (``use_gpu=True``) or any other resource name (``resources_per_worker``).
 Every run starts from the same seed and data; each rank writes its record (losses, devices,
 process-group backend, node, assigned resources; on accelhal's path also the backend, its
-visible-devices variables and what Ray's own ``get_device()`` says there) to ``DIR``. The runs
-start together. The driver itself holds no device; it also records what ``device()`` says
-outside a worker and what ``torch_config()`` says of an option it does not take.
+visible-devices variables, the accelerator ids Ray assigned and what Ray's own
+``get_device()`` says there) to ``DIR``. The runs start together under Ray Train v2, one
+after another under v1. The driver itself holds no device; it also records what ``device()``
+says outside a worker and what ``torch_config()`` says of an option it does not take.
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def train_loop(config: dict[str, Any]) -> None:
             backend=acc.name,
             current_device=acc.current_device_name(),
             visible={name: os.environ.get(name) for name in acc.visible_devices_envs()},
+            ids={name: ids for name, ids in ray.get_runtime_context().get_accelerator_ids().items() if ids},
             rays_device=str(ray.train.torch.get_device()),  # what Ray's own device logic says in this worker
         )
     out = Path(config["out"]) / f"{config['name']}-{record['rank']}.json"
@@ -98,14 +100,23 @@ def train_loop(config: dict[str, Any]) -> None:
 
 
 def scaling_config(resource: str, workers: int) -> Any:
-    """``ScalingConfig`` asking ``resource`` for each of ``workers`` (Ray takes ``GPU`` through ``use_gpu``)."""
+    """``ScalingConfig`` asking ``resource`` for each of ``workers`` (Ray takes ``GPU`` through ``use_gpu``).
+
+    Ray Train v1 gives each fit's trainer a CPU of its own by default; here it takes none, as v2's
+    controller does, so that the runs need the same CPUs under both (v2 refuses ``trainer_resources``).
+    """
     from ray.train import ScalingConfig
 
-    if resource == "CPU":
-        return ScalingConfig(num_workers=workers)
+    from accelhal.compat.ray._releases import active_train
+
+    options: dict[str, Any] = {"num_workers": workers}
+    if active_train() == "v1":
+        options["trainer_resources"] = {"CPU": 0}
     if resource == "GPU":
-        return ScalingConfig(num_workers=workers, use_gpu=True)
-    return ScalingConfig(num_workers=workers, resources_per_worker={resource: 1})
+        options["use_gpu"] = True
+    elif resource != "CPU":
+        options["resources_per_worker"] = {resource: 1}
+    return ScalingConfig(**options)
 
 
 def fit(name: str, path: str, resource: str, workers: int, out: Path) -> None:
@@ -156,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     while sum(node["Alive"] for node in ray.nodes()) < args.nodes and time.monotonic() < deadline:
         time.sleep(0.5)
     runs = [run.split(":") for run in args.run]
-    with ThreadPoolExecutor(len(runs)) as pool:
+    from accelhal.compat.ray._releases import active_train
+
+    # Ray Train v1 runs each fit through Ray Tune, whose trainable registry is not safe across the
+    # driver's threads ("dictionary changed size during iteration"): there the fits take turns.
+    with ThreadPoolExecutor(len(runs) if active_train() == "v2" else 1) as pool:
         futures = [
             pool.submit(fit, name, path, resource, int(workers), args.out) for name, path, resource, workers in runs
         ]
@@ -171,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "runs": ranks,
         "driver_errors": driver_errors(),
-        "driver_node": ray.get_runtime_context().get_node_id(),
         "cluster_resources": ray.cluster_resources(),
         "nodes": {node["NodeID"]: node["Resources"] for node in ray.nodes() if node["Alive"]},
     }

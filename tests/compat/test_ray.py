@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import subprocess
 import sys
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from accelhal.cli import main
 from accelhal.cli.schema import schemas
 from accelhal.selection import registry
-from tests.compat import REPO
+from tests.compat.ray_shapes import documented_resources
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'accelhal[ray]'"
@@ -32,36 +31,30 @@ def probe():
 
 @hookimpl
 def accelhal_register_backends(register):
-    for name, variables in {"acmett": ("TT_VISIBLE_DEVICES",), "acmenew": ("ACME_VISIBLE_DEVICES",),
+    for name, variables in {"acmeneuron": ("NEURON_RT_VISIBLE_CORES",), "acmenew": ("ACME_VISIBLE_DEVICES",),
                             "acmemixed": ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")}.items():
         register(BackendSpec(name=name, device_type=name, priority=50, accelerator="acme_ray:Absent", probe=probe,
                              visible_devices_envs=variables))
 """
 
 
-def documented_resources() -> dict[str, str]:
-    """The table of ``docs/ray.md``: backend -> Ray resource ("-" for none)."""
-    text = (REPO / "docs" / "ray.md").read_text()
-    section = text.split("## Resources", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `(\w+)` \| (`\w+`|—) \|", section, flags=re.MULTILINE)
-    return {backend: resource.strip("`") for backend, resource in rows}
-
-
 def test_every_built_in_backend_has_the_documented_resource() -> None:
+    from importlib.metadata import version
+
     from accelhal.compat.ray import resource_name
 
     built_in = [r.spec.name for r in registry().ordered() if r.plugin.builtin]
-    documented = documented_resources()
+    documented = documented_resources(version("ray"))  # docs/ray.md, for the installed release
     assert sorted(documented) == sorted(built_in)
     assert {name: resource_name(name) or "—" for name in built_in} == documented
-    assert documented["cuda"] == documented["xpu"] == "GPU" and documented["npu"] == "NPU"  # Ray's names
+    assert documented["cuda"] == "GPU" and documented["npu"] == "NPU"  # Ray's names
 
 
 def test_a_third_party_backend_gets_rays_name_by_its_variable(install_distribution: Any) -> None:
     from accelhal.compat.ray import resource_name
 
     install_distribution("acme-ray", {"acme_ray": THIRD_PARTY}, entry_points={"acme": "acme_ray"})
-    assert resource_name("acmett") == "TTNPU"  # Ray's Tenstorrent manager owns TT_VISIBLE_DEVICES
+    assert resource_name("acmeneuron") == "neuron_cores"  # Ray's AWS Neuron manager owns NEURON_RT_VISIBLE_CORES
     assert resource_name("acmenew") == "acmenew"  # a variable Ray does not know: a custom resource
     with pytest.raises(ValueError, match=r"'acmemixed' backend .* several resources \(GPU, NPU\)") as info:
         resource_name("acmemixed")

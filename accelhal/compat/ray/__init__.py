@@ -27,7 +27,9 @@ A backend's Ray resource is Ray's own name where one of Ray's accelerator manage
 visible-devices variable the backend declares (``CUDA_VISIBLE_DEVICES``: ``GPU``,
 ``ASCEND_RT_VISIBLE_DEVICES``: ``NPU``, ...), else the backend's name (``mlu``, the generic
 backend's device type); see :func:`resource_name`. Importing this module imports neither Ray
-nor torch; the functions do, when called. Nothing else in accelhal imports Ray but the
+nor torch; the functions do, when called, once they have checked that the installed Ray is in
+the range the adapter supports (``docs/ray.md``; an :class:`~accelhal.UnsupportedReleaseError`
+names the installed release and the range otherwise). Nothing else in accelhal imports Ray but the
 ``accelhal ray-resources`` command. See ``docs/ray.md``.
 """
 
@@ -43,11 +45,19 @@ __all__ = ["device", "node_resources", "ray_start_arguments", "resource_name", "
 
 
 def _require_ray() -> None:
-    """Raise :class:`~accelhal.AccelhalError` naming the extra when Ray is not installed."""
+    """Check that a supported Ray is installed, before Ray is imported.
+
+    Raises :class:`~accelhal.AccelhalError` naming the extra when Ray is not installed, and
+    :class:`~accelhal.UnsupportedReleaseError` naming the installed release and the supported
+    range when it is outside (``docs/ray.md``).
+    """
     if importlib.util.find_spec("ray") is None:
         from accelhal.errors import AccelhalError
 
         raise AccelhalError("accelhal.compat.ray needs Ray, which is not installed here: pip install 'accelhal[ray]'")
+    from accelhal.compat.ray._releases import installed_shape
+
+    installed_shape()
 
 
 def resource_name(backend: str | None = None) -> str | None:

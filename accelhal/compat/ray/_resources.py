@@ -33,22 +33,31 @@ class Binding:
     """Whether one of Ray's accelerator managers owns the resource (and sets the visible-devices variable)."""
 
 
-def ray_managers() -> list[Any]:
-    """Ray's accelerator managers (``ray._private.accelerators``), in a stable order."""
+Manager = tuple[str, str | None]
+"""One of Ray's accelerator managers: its resource and its visible-devices variable (``None``: it has none)."""
+
+
+def ray_managers() -> list[Manager]:
+    """The installed Ray's accelerator managers (``ray._private.accelerators``), in a stable order."""
     from ray._private.accelerators import get_all_accelerator_managers
 
-    return sorted(get_all_accelerator_managers(), key=lambda manager: manager.__name__)
+    found: list[Any] = list(get_all_accelerator_managers())  # classes, though Ray's hints say instances
+    managers = sorted(found, key=lambda manager: manager.__name__)
+    return [(manager.get_resource_name(), manager.get_visible_accelerator_ids_env_var()) for manager in managers]
 
 
-def bind(name: str, device_type: str, visible_devices_envs: Iterable[str]) -> Binding:
-    """The binding of a backend given by its name, device type and visible-devices variables."""
+def bind(
+    name: str, device_type: str, visible_devices_envs: Iterable[str], managers: Iterable[Manager] | None = None
+) -> Binding:
+    """The binding of a backend given by its name, device type and visible-devices variables.
+
+    Against ``managers`` (default: the installed Ray's, :func:`ray_managers`).
+    """
     if device_type == "cpu":
         return Binding(backend=name, resource=None, managed_by_ray=False)
     declared = set(visible_devices_envs)
     owners = {
-        manager.get_resource_name()
-        for manager in ray_managers()
-        if manager.get_visible_accelerator_ids_env_var() in declared
+        resource for resource, variable in (ray_managers() if managers is None else managers) if variable in declared
     }
     if len(owners) > 1:
         from accelhal.errors import ConfigurationError

@@ -9,6 +9,7 @@ device at all, decides nothing. This module imports Ray and torch.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 import ray
@@ -17,6 +18,7 @@ import torch
 from ray.train.torch import TorchConfig
 
 import accelhal
+from accelhal.compat.ray._releases import active_train, installed_shape
 from accelhal.compat.ray._resources import Binding, bind
 from accelhal.contract import Accelerator
 from accelhal.errors import DistributedSetupError
@@ -104,16 +106,29 @@ class AccelhalTorchConfig(TorchConfig):
         return CurrentDevice
 
 
+def in_train_worker() -> bool:
+    """Whether this process is a worker of the Ray Train that runs here (v1 or v2: :func:`active_train`).
+
+    Asked of that Train's own session function
+    (:attr:`accelhal.compat.ray._releases.RayShape.sessions`): Ray Train v1's public context
+    answers outside a worker too (local rank 0).
+    """
+    module, _, name = installed_shape().sessions[active_train()].partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)() is not None
+    except RuntimeError:  # v2's context outside a worker
+        return False
+
+
 def local_rank() -> int:
     """Ray Train's local rank of this worker; a :class:`DistributedSetupError` outside a Ray Train worker."""
-    try:
-        return int(ray.train.get_context().get_local_rank())
-    except RuntimeError:
+    if not in_train_worker():
         raise DistributedSetupError(
             "accelhal.compat.ray.device() is for a Ray Train worker (inside the function that trainer.fit() runs), "
             "where Ray Train knows the worker's local rank; this process is not one",
             variable="device",
-        ) from None
+        )
+    return int(ray.train.get_context().get_local_rank())
 
 
 def _assigned_index(manager: Any, resource: str, ids: list[str]) -> tuple[int, str]:
