@@ -5,10 +5,9 @@
 
 For each release on the package index from the floor to the newest of
 ``accelhal.compat.accelerate._releases.SUPPORTED`` (Accelerate) and ``SUPPORTED_TRANSFORMERS``
-(``pip index versions``; the floor always, also where the index marks it yanked, as it does
-transformers 4.46.0), ``pip download --no-deps --only-binary :all:`` fetches its wheel (kept in
+(yanked ones included: ``==`` installs them), ``pip download --no-deps --only-binary :all:`` fetches its wheel (kept in
 ``--cache``), and the modules of ``MEMBERS``/``TRANSFORMERS_MEMBERS`` are read from it with
-:mod:`ast` (``accelhal.compat.accelerate._shape.from_source``). The result is written to
+:mod:`ast` (``accelhal.compat.accelerate._shape.from_files``). The result is written to
 ``tests/data/accelerate-shapes.json`` (``{distribution: {release: {member: shape}}}``), which
 ``tests/compat/test_accelerate_releases.py`` checks the adapter's tables and the installed
 releases against.
@@ -22,7 +21,6 @@ import re
 import subprocess
 import sys
 import zipfile
-from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,7 +34,7 @@ from accelhal.compat.accelerate._releases import (  # noqa: E402
     SUPPORTED_TRANSFORMERS,
     TRANSFORMERS_MEMBERS,
 )
-from accelhal.compat.accelerate._shape import Member, from_source  # noqa: E402
+from accelhal.compat.accelerate._shape import Member, from_files  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "accelerate-shapes.json"
 RANGES = {
@@ -53,14 +51,25 @@ def _pip(*args: str) -> str:
 
 
 def releases_in_range(supported: ReleaseRange) -> list[str]:
-    """The releases on the package index from the floor to the newest, the floor included, oldest first."""
-    listed = _pip("index", "versions", supported.distribution)
-    match = re.search(r"Available versions: (.*)", listed)
+    """The releases on the package index from the floor to the newest, oldest first; yanked ones too, no pre-releases.
+
+    ``pip index versions`` leaves yanked releases out (transformers 4.46.0, the floor, and 4.57.0,
+    which ``==`` still installs); pip lists them all where it finds no release matching a requirement.
+    """
+    asked = f"{supported.distribution}==0a0"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", asked, "-d", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    match = re.search(r"\(from versions: ([^)]*)\)", done.stderr)
     if match is None:
-        raise SystemExit(f"pip index versions printed no versions:\n{listed}")
+        raise SystemExit(f"pip download {asked} listed no versions:\n{done.stderr}")
     low, high = release_key(supported.floor), release_key(supported.newest)
-    found = {v.strip() for v in match.group(1).split(",")} | {supported.floor}
-    return sorted((v for v in found if low <= release_key(v) <= high), key=release_key)
+    found = [v.strip() for v in match.group(1).split(",")]
+    wanted = (v for v in found if low <= release_key(v) <= high and release_key(v)[1])
+    return sorted(wanted, key=release_key)
 
 
 def wheel(distribution: str, release: str, cache: Path) -> Path:
@@ -76,14 +85,8 @@ def wheel(distribution: str, release: str, cache: Path) -> Path:
 
 def read_release(archive: Path, members: Sequence[Member]) -> dict[str, str]:
     """The shapes of ``members`` in the wheel ``archive``."""
-    by_path: dict[str, list[Member]] = defaultdict(list)
-    for member in members:
-        by_path[member.path].append(member)
-    shapes: dict[str, str] = {}
     with zipfile.ZipFile(archive) as wheel_file:
-        for path, found in by_path.items():
-            shapes.update(from_source(wheel_file.read(path).decode("utf-8"), found))
-    return {member.key: shapes[member.key] for member in members}
+        return from_files(lambda path: wheel_file.read(path).decode("utf-8"), members)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -97,10 +97,10 @@ TRANSFORMERS_SHAPES: ShapeTable[Shape] = ShapeTable(
             },
         ),
         (
-            "4.57.1",
+            "4.57.0",
             {_SETUP_DEVICES: f"functools.cached_property {_CHOOSES}", _N_GPU: "builtins.property (self) uses _n_gpu"},
         ),
     ]
 )
-"""transformers: ``_setup_devices`` was transformers' own cached property (a ``property``) until 4.57.0,
-``functools.cached_property`` from 4.57.1; the replacement is a descriptor of the same type."""
+"""transformers: ``_setup_devices`` was transformers' own cached property (a ``property``) until 4.56.2,
+``functools.cached_property`` from 4.57.0; the replacement is a descriptor of the same type."""

@@ -20,7 +20,7 @@ import importlib
 import importlib.util
 import inspect
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +66,14 @@ def _parameters(arguments: ast.arguments, relies_on: tuple[str, ...] | None) -> 
 
 
 def _line(kind: str, node: ast.FunctionDef | ast.AsyncFunctionDef, member: Member) -> str:
+    line = f"{kind} {_parameters(node.args, member.relies_on)}"
+    if not member.watch:
+        return line
     used = {
         sub.attr
         for sub in ast.walk(node)
         if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self"
     }
-    line = f"{kind} {_parameters(node.args, member.relies_on)}"
     uses = sorted(used & set(member.watch))
     return f"{line} uses {' '.join(uses)}" if uses else line
 
@@ -167,17 +169,30 @@ def loaded(members: Iterable[Member]) -> dict[str, str]:
     return shapes
 
 
+def from_files(read: Callable[[str], str], members: Iterable[Member]) -> dict[str, str]:
+    """The shapes of ``members``, each module's source given by ``read(member.path)`` (once a file), in their order."""
+    members = list(members)
+    by_path: dict[str, list[Member]] = {}
+    for member in members:
+        by_path.setdefault(member.path, []).append(member)
+    shapes: dict[str, str] = {}
+    for path, found in by_path.items():
+        shapes.update(from_source(read(path), found))
+    return {member.key: shapes[member.key] for member in members}
+
+
+def _installed_file(path: str) -> str:
+    top = path.split("/")[0]
+    spec = importlib.util.find_spec(top)  # a top-level package: found, not imported
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise FileNotFoundError(f"{top} is not an installed package")
+    return (Path(locations[0]).parent / path).read_text(encoding="utf-8")
+
+
 def installed(members: Iterable[Member]) -> dict[str, str]:
     """The shapes of ``members`` in the installed files of their distribution, imported or not (nothing is imported).
 
     A missing file is :class:`FileNotFoundError`.
     """
-    shapes: dict[str, str] = {}
-    for member in members:
-        spec = importlib.util.find_spec(member.module.split(".")[0])  # a top-level package: found, not imported
-        locations = list(spec.submodule_search_locations or []) if spec is not None else []
-        if not locations:
-            raise FileNotFoundError(f"{member.module.split('.')[0]} is not an installed package")
-        source = (Path(locations[0]).parent / member.path).read_text(encoding="utf-8")
-        shapes.update(from_source(source, [member]))
-    return shapes
+    return from_files(_installed_file, members)

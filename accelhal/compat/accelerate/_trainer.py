@@ -34,7 +34,7 @@ def setup_devices(original: Any) -> Any:
     """``TrainingArguments._setup_devices``: transformers' device where it is the state's, else the state's.
 
     ``original`` is the release's cached property (``functools.cached_property``, or
-    transformers' own ``property`` subclass before 4.57.1: :data:`~._releases.TRANSFORMERS_SHAPES`);
+    transformers' own ``property`` subclass before 4.57.0: :data:`~._releases.TRANSFORMERS_SHAPES`);
     the replacement is one of the same type. On the host ``n_gpu`` is 0, as with ``use_cpu=True``.
     """
     choose = _shape.function(original)
