@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.sharing import RunCache
-from tests.venvs import REPO, fresh_venv, pip_install, run
+from tests.venvs import REPO, build_wheel, fresh_venv, pip_install, run
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +99,26 @@ def test_the_installed_accelhal_program_shows_the_plugin_and_exits_as_documented
     mistaken = accelhal("info", ACCELHAL_ACCELERATOR="nonexistent")
     assert mistaken.returncode == 2 and mistaken.stdout == ""
     assert mistaken.stderr.startswith("accelhal: error: unknown accelerator 'nonexistent'"), mistaken.stderr
+
+
+def test_a_wheel_is_built_outside_its_source_and_takes_no_stale_file_from_a_build_directory(tmp_path: Path) -> None:
+    source = tmp_path / "acme-accel"
+    shutil.copytree(REPO / "tests" / "data" / "acme-accel", source, ignore=shutil.ignore_patterns("__pycache__"))
+    stale = source / "build" / "lib" / "acme_accel" / "removed_since.py"  # what an earlier build left behind
+    stale.parent.mkdir(parents=True)
+    stale.write_text("")
+    with zipfile.ZipFile(build_wheel(source, tmp_path)) as wheel:
+        names = wheel.namelist()
+    assert "acme_accel/accelerator.py" in names
+    assert "acme_accel/removed_since.py" not in names
+    left = sorted(str(p.relative_to(source)) for p in source.rglob("*") if "__pycache__" not in p.parts)
+    assert left == [
+        "acme_accel",
+        "acme_accel/__init__.py",
+        "acme_accel/accelerator.py",
+        "build",
+        "build/lib",
+        "build/lib/acme_accel",
+        "build/lib/acme_accel/removed_since.py",
+        "pyproject.toml",
+    ]

@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from pathlib import Path
 
 from tests.locks import locked
@@ -44,9 +45,14 @@ def compile_checkout() -> None:
         compileall.compile_dir(REPO / tree, quiet=2)
 
 
+def child_environ(**extra: str) -> dict[str, str]:
+    """This process's environment without ``PYTHONPATH`` (a child sees only its own venv), plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **extra}
+
+
 def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    """Run ``cmd``; on failure raise with its output in the message."""
-    env = kwargs.pop("env", None) or {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """Run ``cmd`` (in :func:`child_environ` unless ``env`` is given); on failure raise with its output."""
+    env = kwargs.pop("env", None) or child_environ()
     result = subprocess.run(cmd, capture_output=True, text=True, env=env, **kwargs)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise AssertionError(
@@ -56,9 +62,18 @@ def run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 
 def build_wheel(source: Path, out: Path) -> Path:
-    """Build ``source`` into a wheel in ``out`` without network or build isolation."""
+    """Build ``source`` into a wheel in ``out`` without network or build isolation.
+
+    setuptools' working files (``build/``, the ``.egg-info``) go to a temporary directory, not
+    into ``source``: a ``build/lib`` kept there puts files since removed from the source into
+    every later wheel. The directory is named by setuptools' ``DIST_EXTRA_CONFIG``.
+    """
     before = set(out.glob("*.whl"))
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)])
+    with tempfile.TemporaryDirectory(prefix="accelhal-wheel-build-") as scratch:
+        config = Path(scratch, "setup.cfg")
+        config.write_text(f"[build]\nbuild_base = {scratch}/build\n[egg_info]\negg_base = {scratch}\n")
+        cmd = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out)]
+        run([*cmd, str(source)], env=child_environ(DIST_EXTRA_CONFIG=str(config)))
     (wheel,) = set(out.glob("*.whl")) - before
     return wheel
 
