@@ -101,7 +101,7 @@ def load_run_suite() -> RunSuite:
     if importlib.util.find_spec("pytest") is None:
         raise AccelhalError(
             "accelhal check runs the conformance suite with pytest, which is not installed here; "
-            "install it with: pip install 'accelhal[test]' (or pip install pytest)"
+            "install it with: pip install 'accelhal[kit]' (or pip install pytest)"
         )
     try:
         from accelhal import testing
