@@ -76,6 +76,12 @@ COMMANDS: dict[tuple[str, ...], int] = {
 BROKEN = f"torch.accelerator.device_count() failed: RuntimeError: {ERROR}"
 """The generic backend's verdict on the device."""
 
+HINT = (
+    "driver or runtime failed to enumerate its devices: check the vendor's driver and run the vendor's own "
+    "device-listing tool"
+)
+"""Its hint, after the device's name: what explain, check and doctor say to do."""
+
 
 def flat(text: str) -> str:
     return " ".join(text.split())  # rich wraps at 80 columns
@@ -97,6 +103,8 @@ def test_every_command_contains_the_fault(command: tuple[str, ...], as_json: boo
         assert BROKEN in flat(text.replace("\\n", " ")), text
     if command[0] == "check":
         assert "'faildev'" in text and "not available" in text
+    if command[1:] == ("faildev",):  # explain and check name the backend: its hint says what to do
+        assert f"faildev {HINT}" in flat(text), text
 
 
 def test_doctor_names_the_device_the_call_and_the_exception_and_runs_every_check() -> None:
@@ -110,6 +118,7 @@ def test_doctor_names_the_device_the_call_and_the_exception_and_runs_every_check
     assert fault["detail"].startswith(f"RuntimeError: {ERROR}; the torch-accelerator check stopped there")
     assert fault["fix"].startswith("Repair the device's driver or runtime")
     assert found["backend-broken"]["detail"] == f"built-in: {BROKEN}."
+    assert found["backend-broken"]["fix"] == f"The faildev {HINT}."
     assert data["checks"][-1] == "torch-accelerator" and data["active"] == "cpu"
     human = on_device("doctor")
     assert human.returncode == 1 and "Traceback" not in human.output, human.output

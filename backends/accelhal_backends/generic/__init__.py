@@ -103,7 +103,11 @@ def probe(device_type: str) -> Verdict:
     try:
         count = int(torch.accelerator.device_count())
     except Exception as exc:  # a vendor's device module can fail in any way
-        return Verdict.broken(f"torch.accelerator.device_count() failed: {type(exc).__name__}: {exc}")
+        return Verdict.broken(
+            f"torch.accelerator.device_count() failed: {type(exc).__name__}: {exc}",
+            hint=f"the {device_type} driver or runtime failed to enumerate its devices: check the vendor's driver "
+            "and run the vendor's own device-listing tool",
+        )
     if count <= 0:
         return Verdict.no_device(
             f"torch reports the accelerator {device_type!r} but torch.accelerator.device_count() is 0",
