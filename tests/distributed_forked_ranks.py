@@ -11,9 +11,11 @@ Scenarios:
   no Metal, so no tensor can be made on it), one rank per node as on two Macs: the default
   set-up, its idempotence, the refused ``"cpu:gloo,mps:gloo"``, the collective self-checks on
   cpu tensors, then a second group with ``"cpu:gloo"``.
+- ``by_name``: the simulated mps in a fresh process, ``backend="hostgloo"`` (the name the set-up
+  reports) and a ``"type:backend"`` string that names neither mps nor cpu.
 - ``testdev``: the PrivateUse1 test device (real tensors in host memory; torch >= 2.9), two
   devices on one node, ``backend="gloo"``: the same host staging as on mps, on device
-  tensors (collectives, DDP, async work, send and recv).
+  tensors (collectives, DDP, async work, send and recv, a parameter broadcast in place).
 
 Each rank arms a watchdog (every thread's stack on stderr, exit 1) so that a hang fails fast.
 Tests call :func:`run`.
@@ -96,14 +98,39 @@ def testdev(rank: int) -> Record:
     else:
         dist.recv(message, 0)
     record["sent"] = message.cpu().tolist()
+    parameter = torch.nn.Parameter(torch.full((2,), float(rank), device=device))
+    dist.broadcast(parameter, src=1)  # in place, as gloo does a cpu parameter
+    parts = [torch.empty(1, device=device) for _ in range(2)]
+    future = dist.all_gather(parts, torch.full((1,), float(rank), device=device), async_op=True).get_future()
+    held = future.wait()  # gloo's own future holds the output tensors, one list
+    same = [t is p for t, p in zip(held, parts, strict=True)]
+    record["parameter_and_gather"] = [parameter.tolist(), parameter.requires_grad, same]
     dist.barrier()
     ahd.destroy_process_group()
     return record
 
 
+def by_name(rank: int) -> Record:
+    """mps, in a fresh process: ``hostgloo`` asked for by the name the set-up reports, then a string for no device."""
+    import accelhal
+    import accelhal.distributed as ahd
+
+    setup = ahd.init_process_group("hostgloo")
+    total = torch.tensor([rank + 1.0])
+    dist.all_reduce(total)
+    record: Record = {"setup": [setup.backend, str(dist.get_backend()), total.item()]}
+    dist.barrier()
+    ahd.destroy_process_group()
+    try:
+        ahd.init_process_group("cuda:gloo")
+    except accelhal.DistributedSetupError as err:
+        record["refused"] = [str(err), err.variable, dist.is_initialized()]
+    return record
+
+
 def _simulate(scenario: str) -> None:
     """Before the fork: make the scenario's device this process's."""
-    if scenario == "mps":
+    if scenario in ("mps", "by_name"):
         torch.mps.device_count = lambda: 1
     else:
         from tests.privateuse1 import device
@@ -113,13 +140,17 @@ def _simulate(scenario: str) -> None:
 
 def _join_as(scenario: str, rank: int) -> None:
     """After the fork: the launcher's variables of ``rank`` (on mps one rank per node, as on two Macs)."""
-    local, per_node = (0, 1) if scenario == "mps" else (rank, 2)
+    local, per_node = (rank, 2) if scenario == "testdev" else (0, 1)
     os.environ.update(RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(local), LOCAL_WORLD_SIZE=str(per_node))
-    os.environ.update(MASTER_ADDR="127.0.0.1", ACCELHAL_ACCELERATOR=scenario, ACCELHAL_DIST_TIMEOUT="60")
+    accelerator = "testdev" if scenario == "testdev" else "mps"
+    os.environ.update(MASTER_ADDR="127.0.0.1", ACCELHAL_ACCELERATOR=accelerator, ACCELHAL_DIST_TIMEOUT="60")
 
 
-def run(scenario: str) -> list[Record]:
-    """Run this script's ``scenario`` in a warm child (from a test); each rank's record."""
+def run(scenario: str, stderr: list[str] | None = None) -> list[Record]:
+    """Run this script's ``scenario`` in a warm child (from a test); each rank's record.
+
+    The child's standard error is appended to ``stderr`` where it is given.
+    """
     from tests import warm
     from tests.sharing import free_port
 
@@ -128,6 +159,8 @@ def run(scenario: str) -> list[Record]:
     env.update(PYTHONPATH=str(root), MASTER_PORT=str(free_port()), SECOND_PORT=str(free_port()))
     out = warm.run_script(Path(__file__), [scenario], env, sys.executable, timeout=WATCHDOG_SECONDS + 30, cwd=root)
     assert out.returncode == 0, out.stderr[-6000:]
+    if stderr is not None:
+        stderr.append(out.stderr)
     records: list[Record] = json.loads(out.stdout.strip().splitlines()[-1])
     for rank, record in enumerate(records):
         assert "error" not in record, f"rank {rank}:\n{record['error']}\n{out.stderr[-4000:]}"
@@ -145,7 +178,7 @@ def main(scenario: str) -> None:
     rank = 1 if child == 0 else 0
     _join_as(scenario, rank)
     try:
-        record = {"mps": mps, "testdev": testdev}[scenario](rank)
+        record = {"mps": mps, "testdev": testdev, "by_name": by_name}[scenario](rank)
     except Exception:  # the test shows it; the other rank fails by the group's timeout or the watchdog
         record = {"error": traceback.format_exc()}
     if child == 0:

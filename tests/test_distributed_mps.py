@@ -25,3 +25,14 @@ def test_gloo_on_mps_is_set_up_with_host_staging_and_cpu_gloo_stays_plain() -> N
             "or backend='cpu:gloo'"
         )
         assert record["host_only"] == ["cpu:gloo", "cpu:gloo", 3.0], rank
+
+
+def test_hostgloo_by_name_in_a_fresh_process_and_a_string_for_no_device_is_refused() -> None:
+    for rank, record in enumerate(run("by_name")):
+        assert record["setup"] == ["hostgloo", "hostgloo", 3.0], rank
+        message, variable, initialised = record["refused"]
+        assert (variable, initialised) == ("backend", False)
+        assert message == (
+            "backend='cuda:gloo' gives no backend to mps tensors nor to cpu tensors, so every collective would "
+            "fail: name one for mps ('mps:hostgloo') or pass a plain backend name ('gloo')"
+        )

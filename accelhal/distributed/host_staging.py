@@ -102,7 +102,7 @@ def register(device_type: str, name: str = NAME) -> str:
     """
     if name not in dist.Backend.backend_list:
         create = functools.partial(HostStagedGloo, name=name)
-        dist.Backend.register_backend(name, create, devices=[device_type, "cpu"])
+        dist.Backend.register_backend(name, create, devices=list(dict.fromkeys([device_type, "cpu"])))
     return name
 
 
@@ -111,7 +111,7 @@ def _to_host(value: Any, staged: list[tuple[torch.Tensor, torch.Tensor]]) -> Any
     if isinstance(value, torch.Tensor):
         if value.device.type == "cpu":
             return value
-        host = value.cpu()
+        host = value.detach().cpu()
         staged.append((value, host))
         return host
     if isinstance(value, (list, tuple)):
@@ -119,12 +119,22 @@ def _to_host(value: Any, staged: list[tuple[torch.Tensor, torch.Tensor]]) -> Any
     return value
 
 
+def _swapped(value: Any, device_of: dict[int, torch.Tensor]) -> Any:
+    """``value`` (a tensor or nested lists of them) with each host copy replaced by its device tensor."""
+    if isinstance(value, (list, tuple)):
+        return [_swapped(item, device_of) for item in value]
+    return device_of.get(id(value), value)
+
+
 def _completed(work: Any, staged: list[tuple[torch.Tensor, torch.Tensor]]) -> Any:
-    """A finished work whose future holds gloo's result with each host copy replaced by its device tensor."""
+    """A finished work whose future holds gloo's result with each host copy replaced by its device tensor.
+
+    The result is read from gloo's future (``Work.result()`` prints torch's deprecation warning).
+    """
     device_of = {id(host): device for device, host in staged}
     try:
-        result = [device_of.get(id(tensor), tensor) for tensor in work.result()]
-    except RuntimeError:  # a work without a result (send, barrier)
+        result = _swapped(work.get_future().value(), device_of)
+    except RuntimeError:  # a work without a future (send, recv, barrier)
         result = [device for device, _ in staged]
     future: torch.futures.Future[list[torch.Tensor]] = torch.futures.Future()
     future.set_result(result)
@@ -139,8 +149,9 @@ def _staged(name: str, gloo_name: str) -> Any:
         if not staged:
             return work
         work.wait()
-        for device_tensor, host in staged:
-            device_tensor.copy_(host)
+        with torch.no_grad():  # gloo writes a cpu parameter in place without autograd; so does this
+            for device_tensor, host in staged:
+                device_tensor.copy_(host)
         return _completed(work, staged)
 
     collective.__name__ = collective.__qualname__ = name

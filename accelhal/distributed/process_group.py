@@ -136,8 +136,8 @@ def init_process_group(
         _check_backend(asked, accelerator, requested=backend is not None)
         _check_local_device(launch, accelerator)  # before anything is written: a refusal changes nothing
         _export_torch_variables(launch)
-        if name != asked:
-            host_staging.register(accelerator.device_type, name)
+        if host_staging.NAME in _backend_names(name):  # set up for gloo, or asked for by its name
+            host_staging.register(accelerator.device_type)
         accelerator.set_device(launch.local_rank)
         device = accelerator.device(launch.local_rank)
         if device_id is ...:
@@ -276,8 +276,12 @@ def _store_address(launch: LaunchEnv, init_method: str | None) -> liveness.Store
 
 
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
-    """Each backend ``name`` names is in this torch (torch 2.4 answers False for ``"cpu:gloo"`` itself)."""
-    lacking = next((b for b in sorted(_backend_names(name)) if not dist.is_backend_available(b)), None)
+    """Each backend ``name`` names is in this torch, and one carries the device's or cpu tensors.
+
+    (torch 2.4 answers False for ``"cpu:gloo"`` itself; :data:`host_staging.NAME` is there wherever gloo is.)
+    """
+    _check_device_types(name, accelerator)
+    lacking = next((b for b in sorted(_backend_names(name)) if not _backend_available(b)), None)
     if lacking is None:
         return
     available = [
@@ -292,6 +296,33 @@ def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> N
         f"torch.distributed.is_backend_available({lacking!r}) is False. Available here: "
         f"{', '.join(available) or 'none'}. Pass backend= one of those, or install the torch build or vendor "
         f"package that provides {lacking!r}",
+        variable="backend",
+        value=name,
+    )
+
+
+def _backend_available(backend: str) -> bool:
+    """``torch.distributed.is_backend_available``; accelhal's :data:`host_staging.NAME` wherever gloo is."""
+    return dist.is_backend_available("gloo" if backend == host_staging.NAME else backend)
+
+
+def _check_device_types(name: str, accelerator: Accelerator) -> None:
+    """A ``"type:backend,..."`` string must give the accelerator's device type or cpu a backend.
+
+    Otherwise every collective of the group fails (torch: "No backend type associated with device type").
+    """
+    if ":" not in name:
+        return
+    types = {part.split(":", 1)[0].strip() for part in name.split(",") if ":" in part}
+    device_type = accelerator.device_type
+    if device_type in types or "cpu" in types:
+        return
+    default = accelerator.communication_backend_name() or "gloo"
+    types_named = device_type if device_type == "cpu" else f"{device_type} tensors nor to cpu"
+    raise DistributedSetupError(
+        f"backend={name!r} gives no backend to {types_named} tensors, so every collective would fail: "
+        f"name one for {device_type} ('{device_type}:{host_staging.backend_for(default, device_type)}') "
+        f"or pass a plain backend name ({default!r})",
         variable="backend",
         value=name,
     )
