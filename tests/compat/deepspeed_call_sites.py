@@ -86,12 +86,16 @@ AUDITED: dict[str, dict[str, tuple[str, str]]] = {
         "self.config.local_rank": ("int", "the layer config's local_rank (called only when >= 0)")
     },
     "runtime/activation_checkpointing/checkpointing.py": {
+        "cuda_device": ("str", "get_accelerator().current_device_name(), set just before (DeepSpeed 0.15 to 0.16)"),
         "idx": ("int", "device.index, else get_accelerator().current_device() (an int through the adapter)"),
         "device": (
             "int",
             "-1 (the current device) on PyTorch builds with torch._C._cuda_setRNGState, older than any "
             "accelhal supports; never reached here",
         ),
+    },
+    "runtime/comm/nccl.py": {
+        "local_rank": ("int", "compressed_allreduce's device index, also given to cupy.cuda.Device (DeepSpeed 0.15)")
     },
     "runtime/engine.py": {
         "device_rank": ("int", "args.local_rank or self.local_rank, int(os.environ['LOCAL_RANK'])"),

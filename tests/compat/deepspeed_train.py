@@ -29,6 +29,7 @@ prints one JSON object: the accelerator DeepSpeed used, and per run the results 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import socket
@@ -83,6 +84,9 @@ def _engine(config: dict[str, object]) -> Any:
     stage = config["zero_optimization"]["stage"]  # type: ignore[index]
     with deepspeed.zero.Init(config_dict_or_path=config, enabled=stage == 3):
         model = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 4))
+    # a copy: DeepSpeed 0.15 pops "torch_adam" from the dict it is given, so the engine that reloads
+    # a checkpoint would get another optimizer than the engine that saved it
+    config = copy.deepcopy(config)
     engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
     return engine
 

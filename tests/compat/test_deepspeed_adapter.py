@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import accelhal
-from accelhal.compat.deepspeed import as_deepspeed_accelerator, install
+from accelhal.compat.deepspeed import UnavailableBuilder, as_deepspeed_accelerator, install
+from accelhal.compat.deepspeed._adapter import WRITTEN
+from accelhal.compat.deepspeed._releases import installed_shape
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 from tests.compat import requires_deepspeed
@@ -50,7 +52,7 @@ def test_members_deepspeed_reads_are_all_present(ds: Any) -> None:
         if path.parent.name == "accelerator":
             continue
         used.update(re.findall(r"get_accelerator\(\)\s*\.\s*(\w+)", path.read_text(errors="replace")))
-    assert {"_name", "communication_backend_version", "current_device_name", "create_op_builder"} <= used
+    assert {"_name", "current_device_name", "create_op_builder"} <= used
     adapter = as_deepspeed_accelerator()
     missing = sorted(name for name in used if not hasattr(adapter, name))
     assert missing == []
@@ -136,7 +138,25 @@ def test_pinning_keeps_deepspeeds_dispatch_and_accelhals_hooks(ds: Any) -> None:
     assert adapter.pin_empty(2, 3, dtype=torch.float16).shape == (2, 3)
     assert adapter.unpin_memory(t) is None
     assert adapter._torch_pins_host_memory is False
-    assert type(adapter).pin_memory is ds.accelerator.DeepSpeedAccelerator.pin_memory
+    shape = installed_shape()  # DeepSpeed's pinning dispatch from the release that has one, else the adapter's
+    for name in shape.own:
+        assert getattr(type(adapter), name) is getattr(ds.accelerator.DeepSpeedAccelerator, name), name
+    for name in shape.written:
+        assert getattr(type(adapter), name) is WRITTEN[name], name
+    assert "pin_memory" in shape.own | shape.written
+
+
+def test_the_older_releases_pinning_and_amp_answer_as_deepspeeds_own(ds: Any, cpu_twin: Any) -> None:
+    """Where DeepSpeed declares ``pin_memory(tensor, align_bytes)`` and ``amp()``, the adapter's answer as its cpu's."""
+    import torch
+
+    if not {"pin_memory", "amp"} <= installed_shape().written:
+        pytest.skip(f"deepspeed {ds.__version__} implements pinning itself and has no amp()")
+    adapter = as_deepspeed_accelerator()
+    t = torch.ones(3)
+    assert adapter.pin_memory(t, align_bytes=0) is t is cpu_twin.pin_memory(t, align_bytes=0)
+    assert adapter.is_pinned(t) is False
+    assert adapter.amp() is cpu_twin.amp() is torch.cpu.amp
 
 
 def test_op_builders_are_deepspeeds_own_for_the_device(ds: Any, cpu_twin: Any) -> None:
@@ -144,6 +164,9 @@ def test_op_builders_are_deepspeeds_own_for_the_device(ds: Any, cpu_twin: Any) -
     assert adapter.op_builder_dir() == cpu_twin.op_builder_dir() == "deepspeed.ops.op_builder.cpu"
     for name in ("CPUAdamBuilder", "FusedAdamBuilder", "ShareMemCommBuilder", "CCLCommBuilder", "PinMemoryBuilder"):
         ours, theirs = adapter.get_op_builder(name), cpu_twin.get_op_builder(name)
+        if theirs.__name__ == "NotImplementedBuilder":  # PinMemoryBuilder: not in DeepSpeed's cpu builders before 0.19
+            assert issubclass(ours, UnavailableBuilder) and ours.__name__ == name
+            continue
         assert issubclass(ours, theirs) and ours.__name__ == theirs.__name__ == name
         assert ours.load is theirs.load and ours.jit_load is not theirs.jit_load  # only the JIT build is accelhal's
         assert adapter.get_op_builder(name) is ours  # one class, not one per call

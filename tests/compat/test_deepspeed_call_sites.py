@@ -56,7 +56,7 @@ def test_every_argument_deepspeed_passes_is_audited(sites: list[audit.CallSite])
         f"{s.file}:{s.line} {s.member}({a.param}={a.expr})" for s in sites for a in s.args if a.kind == "unresolved"
     ]
     assert unresolved == [], "classify these in tests/compat/deepspeed_call_sites.py (AUDITED or PARAM_KINDS)"
-    assert len(sites) > 700
+    assert len(sites) > 500  # 515 in DeepSpeed 0.15.0, 1,000-odd in 0.19.8
     kinds = {a.kind for s in sites for a in s.args}
     assert {"int", audit.ENV, "torch.device", "None"} - kinds == {"None"}  # no call site passes None explicitly
 
@@ -195,7 +195,8 @@ def test_what_deepspeed_assigns_to_its_accelerator_sticks(sites: list[audit.Call
     """ZeRO's offload worker replaces members on the accelerator object (``accelerator.is_available = ...``)."""
     adapter = as_deepspeed_accelerator()
     writes = [s for s in sites if s.access == "write"]
-    assert {s.member for s in writes} >= {"is_available", "device_count", "current_device"}
+    if json.loads(audit.DATA.read_text(encoding="utf-8"))["deepspeed"] == ds.__version__:  # older ones write none
+        assert {s.member for s in writes} >= {"is_available", "device_count", "current_device"}
     for site in writes:
         value = (lambda: -1) if site.use == "set to callable" else True
         setattr(adapter, site.member, value)

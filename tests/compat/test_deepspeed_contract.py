@@ -19,6 +19,7 @@ import pytest
 
 from accelhal.selection import registry
 from tests.compat import REPO, requires_deepspeed
+from tests.compat.deepspeed_shapes import argument_problems
 
 GUIDE = REPO / "docs" / "migrating-from-deepspeed.md"
 
@@ -64,22 +65,23 @@ def test_every_adapter_member_has_deepspeeds_signature(ds: Any) -> None:
             expected = _params(getattr(CUDA_Accelerator, name))
         assert _params(ours) == expected, f"{name}{inspect.signature(ours)} vs DeepSpeed's {inspect.signature(member)}"
         checked += 1
-    assert checked >= 70
+    assert checked >= 55  # 59 in 0.15.0, 71 in 0.19.8
 
 
 @pytest.mark.parametrize("backend", BUILTIN_BACKENDS)
 def test_backend_through_the_adapter_has_every_deepspeed_member(ds: Any, backend: str) -> None:
     from accelhal.compat.deepspeed import as_deepspeed_accelerator
-    from accelhal.compat.deepspeed._members import DEEPSPEED_OWN
+    from accelhal.compat.deepspeed._releases import installed_shape
 
     cls = registry().backends[backend].spec.load_class()
     instance = object.__new__(cls)  # as DeepSpeed's test does: raises TypeError if a member is abstract
     adapter = as_deepspeed_accelerator(instance)
     assert not type(adapter).__abstractmethods__
     problems = []
+    shape = installed_shape()
     for name, member in _deepspeed_members(ds).items():
-        if name in DEEPSPEED_OWN or isinstance(member, staticmethod):
-            continue  # DeepSpeed's own implementation is kept
+        if name in shape.own | shape.written or isinstance(member, staticmethod):
+            continue  # DeepSpeed's own implementation is kept, or the adapter's own answers
         if not hasattr(cls, name):
             problems.append(f"{name}: missing")
         elif isinstance(member, property):
@@ -88,7 +90,7 @@ def test_backend_through_the_adapter_has_every_deepspeed_member(ds: Any, backend
             if not isinstance(ours, property) and not (ours is None or isinstance(ours, type)):
                 problems.append(f"{name}: neither a property nor a constant class attribute")
         elif inspect.isfunction(member):
-            problems.extend(_argument_problems(name, member, getattr(cls, name)))
+            problems.extend(argument_problems(name, inspect.signature(member), inspect.signature(getattr(cls, name))))
     assert problems == [], f"{cls.__qualname__}: {problems}"
     # the members the adapter answers itself, from DeepSpeed's files for the device
     assert adapter.op_builder_dir().startswith(
@@ -117,16 +119,3 @@ def test_the_migration_guide_names_only_commands_that_exist(capsys: pytest.Captu
         with pytest.raises(SystemExit) as exit_:
             main([command, "--help"])
         assert exit_.value.code == 0, f"the guide names `accelhal {command}`: {capsys.readouterr().err}"
-
-
-def _argument_problems(name: str, theirs: Any, ours: Any) -> list[str]:
-    """``ours`` must take DeepSpeed's parameters under the same names, optional wherever DeepSpeed's are."""
-    expected = list(inspect.signature(theirs).parameters.values())
-    actual = list(inspect.signature(ours).parameters.values())
-    if [p.name for p in actual[: len(expected)]] != [p.name for p in expected]:
-        return [f"{name}{inspect.signature(ours)} does not take DeepSpeed's {inspect.signature(theirs)}"]
-    return [
-        f"{name}: {mine.name} is required, DeepSpeed defaults it to {p.default!r}"
-        for p, mine in zip(expected, actual, strict=False)
-        if p.default is not p.empty and mine.default is mine.empty
-    ] + [f"{name}: extra required parameter {p.name}" for p in actual[len(expected) :] if p.default is p.empty]

@@ -101,9 +101,16 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     (``deepspeed.ops.op_builder.CPUAdamBuilder``, ...) are the adapter's. Called after,
     it replaces DeepSpeed's accelerator for every later ``get_accelerator()`` call;
     what DeepSpeed captured at import time stays DeepSpeed's own.
+
+    A DeepSpeed outside the supported releases (``SUPPORTED`` in
+    ``accelhal.compat.deepspeed._releases``: 0.15.0 to 0.19.8 tested, 0.20 refused) raises
+    :class:`~accelhal.UnsupportedReleaseError` naming it and the range, before anything is changed.
     """
     import sys
 
+    from accelhal.compat.deepspeed._releases import SUPPORTED
+
+    SUPPORTED.check()
     import accelhal
     from accelhal.compat.deepspeed import _hook
     from accelhal.errors import ContractError

@@ -4,7 +4,8 @@
 ``--dir``). From then on, every Python process started from that environment with
 ``ACCELHAL_DEEPSPEED=1`` gives DeepSpeed accelhal's accelerator from DeepSpeed's first
 line: the processes of DeepSpeed's launcher, torchrun and multiprocessing spawn/forkserver
-included, with no code in them. Without the variable the file does nothing.
+included, with no code in them. Without the variable the file does nothing. A DeepSpeed outside the
+supported releases is refused (exit status 2) before the file is written.
 ``hook remove`` deletes the file (``pip uninstall accelhal`` does not).
 """
 
@@ -18,6 +19,22 @@ from pathlib import Path
 from accelhal.compat.deepspeed import _hook
 
 
+def _refusal() -> str | None:
+    """Why the hook must not be installed: the installed DeepSpeed is outside the supported releases."""
+    from importlib.metadata import PackageNotFoundError
+
+    from accelhal.compat.deepspeed._releases import SUPPORTED
+    from accelhal.errors import UnsupportedReleaseError
+
+    try:
+        SUPPORTED.check()
+    except PackageNotFoundError:  # DeepSpeed comes later: each process checks when it imports DeepSpeed
+        return None
+    except UnsupportedReleaseError as exc:
+        return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m accelhal.compat.deepspeed", description=__doc__.splitlines()[0])
@@ -29,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     directory = _hook.site_packages() if args.dir is None else args.dir
     target = directory / _hook.PTH_NAME
     if args.action == "install":
+        refusal = _refusal()
+        if refusal:
+            print(f"error: {refusal}", file=sys.stderr)
+            return 2
         written = _hook.write_pth(directory)
         print(f"wrote {written}")
         print(f"processes started with {_hook.ENABLE}=1 now give DeepSpeed accelhal's accelerator")

@@ -7,10 +7,15 @@ accelhal accelerator and carries DeepSpeed's signature. Written by hand are only
 members where DeepSpeed's code needs an answer accelhal does not give itself:
 
 * the op builders (``op_builder_dir``, ``get_op_builder``, ``create_op_builder``);
+* the members whose signature in the installed release is not accelhal's (:data:`WRITTEN`,
+  chosen by the release's shape, :mod:`accelhal.compat.deepspeed._releases`);
 * the visible-devices variables where accelhal has none (cpu);
 * the members DeepSpeed reads outside its abstract class (``_name``,
   ``_communication_backend_name``, ``_compile_backend``, ``communication_backend_version``);
   any other attribute is looked up on the accelhal accelerator.
+
+Members that the release's shape names as DeepSpeed's own (its pinning dispatch, from the
+release that has it) keep DeepSpeed's implementation.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from typing import Any
 import torch
 
 from accelhal.arguments import check_device_index
-from accelhal.compat.deepspeed._members import DEEPSPEED_OWN, deepspeed_base, deepspeed_members, deepspeed_signature
+from accelhal.compat.deepspeed._members import deepspeed_base, deepspeed_members, deepspeed_signature
 from accelhal.compat.deepspeed._ops import built_by_accelhal
+from accelhal.compat.deepspeed._releases import installed_shape
 from accelhal.contract import Accelerator
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder
@@ -306,9 +312,56 @@ class _AdapterMembers:
             current_env.setdefault(name, value)
 
 
+def _pin_memory_aligned(self: _AdapterMembers, tensor: torch.Tensor, align_bytes: int = 1) -> torch.Tensor:
+    """accelhal's ``pin_memory(tensor)``: the abstract ``pin_memory(tensor, align_bytes=1)`` of DeepSpeed to 0.19.4.
+
+    DeepSpeed's own backends of those releases ignore ``align_bytes`` (cuda pins with torch,
+    cpu returns ``tensor``); so does the adapter: the alignment is the backend's.
+    """
+    return self.accelhal_accelerator.pin_memory(tensor)
+
+
+def _amp(self: _AdapterMembers) -> Any:
+    """torch's ``amp`` module for the device (``torch.cpu.amp``, ``torch.cuda.amp``), None where torch has none.
+
+    What DeepSpeed's own accelerators answer in the releases that declare ``amp()``.
+    """
+    return getattr(getattr(torch, self.accelhal_accelerator.device_type, None), "amp", None)
+
+
+def _pin_memory_hook(self: _AdapterMembers, tensor: torch.Tensor, align_bytes: int = 1) -> torch.Tensor:
+    """accelhal's device hook ``_torch_pin_memory(tensor)``: the hook DeepSpeed 0.19.5's ``pin_memory`` calls."""
+    return self.accelhal_accelerator._torch_pin_memory(tensor)
+
+
+WRITTEN: dict[str, Callable[..., Any]] = {
+    "pin_memory": _pin_memory_aligned,
+    "amp": _amp,
+    "_pin_memory": _pin_memory_hook,
+}
+"""The members a release's shape may name as written by the adapter, by name."""
+
+
+def _written(name: str) -> Callable[..., Any]:
+    """The adapter's ``name``, checked to take what the installed DeepSpeed declares."""
+    member = WRITTEN[name]
+    ours = list(inspect.signature(member).parameters.values())
+    theirs = list(deepspeed_signature(name).parameters.values())
+    if [(p.name, p.default) for p in ours] != [(p.name, p.default) for p in theirs]:
+        raise ContractError(
+            f"{ADAPTER_CLASS_NAME}.{name}{inspect.signature(member)} does not take DeepSpeed's "
+            f"{name}{deepspeed_signature(name)}: the release's shape in accelhal/compat/deepspeed/_releases.py is wrong"
+        )
+    return member
+
+
 @functools.cache
 def adapter_class() -> type[Any]:
-    """The generated ``DeepSpeedAccelerator`` subclass (built on first use, then cached)."""
+    """The generated ``DeepSpeedAccelerator`` subclass (built on first use, then cached).
+
+    Raises :class:`~accelhal.UnsupportedReleaseError` for a DeepSpeed outside the supported range.
+    """
+    shape = installed_shape()
     base = deepspeed_base()
     handwritten = {n for n, v in vars(_AdapterMembers).items() if not n.startswith("__")}
     namespace: dict[str, Any] = {
@@ -316,9 +369,12 @@ def adapter_class() -> type[Any]:
         "__doc__": "A DeepSpeed accelerator that delegates every member to an accelhal accelerator.",
     }
     for name, kind in deepspeed_members().items():
-        if name in DEEPSPEED_OWN or name in handwritten or kind == "static":
+        if name in shape.own or name in handwritten or kind == "static":
             continue
-        namespace[name] = _delegate_method(name) if kind == "method" else _delegate_property(name)
+        if name in shape.written:
+            namespace[name] = _written(name)
+        else:
+            namespace[name] = _delegate_method(name) if kind == "method" else _delegate_property(name)
     cls = type(ADAPTER_CLASS_NAME, (_AdapterMembers, base), namespace)
     abstract = sorted(getattr(cls, "__abstractmethods__", ()))
     if abstract:  # DeepSpeed declared something this generation does not cover

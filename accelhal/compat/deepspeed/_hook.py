@@ -55,9 +55,12 @@ class _Finder(_import_hook.AfterImport):
         self.error = error
 
     def after(self, module: ModuleType) -> None:
-        """Raise the recorded configuration error, or give DeepSpeed's freshly executed module the adapter."""
+        """Give DeepSpeed's freshly executed module the adapter (or raise the recorded error or the refusal)."""
         if self.error is not None:
             raise self.error
+        from accelhal.compat.deepspeed._releases import SUPPORTED
+
+        SUPPORTED.check()
         module.set_accelerator(_adapter(self.accelerator, self.disable_ops))
 
 

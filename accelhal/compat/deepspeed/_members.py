@@ -10,16 +10,6 @@ import functools
 import inspect
 from typing import Any
 
-DEEPSPEED_OWN = frozenset({"pin_memory", "pin_empty", "pin_empty_like", "is_pinned", "unpin_memory", "_pin_fresh"})
-"""Members whose DeepSpeed implementation the adapter keeps instead of delegating.
-
-They are DeepSpeed features rather than device answers: they route pinning to DeepSpeed's
-native allocator when ``DS_PIN_MEMORY_BACKEND=native`` and count pinned bytes in
-DeepSpeed's tracker, then call the device hooks (``_torch_pin_memory``,
-``_torch_empty_pinned``, ``_torch_is_pinned``, ``_torch_pins_host_memory``), which
-*are* delegated to accelhal.
-"""
-
 
 @functools.cache
 def deepspeed_base() -> type[Any]:

@@ -1,0 +1,115 @@
+"""The DeepSpeed releases the adapter supports, and what differs between them.
+
+DeepSpeed's ``DeepSpeedAccelerator`` changed shape within the range: until 0.18.6 ``amp()`` is
+abstract, until 0.19.4 so is pinning (``pin_memory(tensor, align_bytes=1)``, ``is_pinned``);
+0.19.0 gives ``range_push``/``range_pop`` a domain; from 0.19.5 DeepSpeed implements pinning
+itself (counting the bytes, then a device hook), from 0.19.6 as a dispatch between its native
+allocator and the ``_torch_*`` device hooks (``pin_empty`` from 0.19.7).
+:data:`SHAPES` records each shape from the first release that has it;
+``tests/compat/test_deepspeed_releases.py`` checks it against every release's source
+(``tests/data/deepspeed-shapes.json``) and against the installed DeepSpeed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from accelhal.compat._releases import ReleaseRange, ShapeTable
+
+SUPPORTED = ReleaseRange("deepspeed", "0.15.0", "0.19.8", "0.20")
+"""DeepSpeed 0.15.0 to 0.19.8 tested; 0.20 and later refused."""
+
+
+@dataclass(frozen=True)
+class DeepSpeedShape:
+    """What one run of DeepSpeed releases declares where releases in the range differ."""
+
+    abstract: Mapping[str, str]
+    """The abstract members that are not the same in every release of the range, with their signatures."""
+    concrete: Mapping[str, str]
+    """The members DeepSpeed implements itself that are not the same in every release, with their
+    signatures (an attribute: its value)."""
+    own: frozenset[str] = field(default_factory=frozenset)
+    """Members whose DeepSpeed implementation the adapter keeps (pinning: DeepSpeed's dispatch between its
+    native allocator and the device hooks ``_torch_pin_memory``, ... which are delegated to accelhal)."""
+    written: frozenset[str] = field(default_factory=frozenset)
+    """Members the adapter writes itself for this shape (where DeepSpeed's signature is not accelhal's)."""
+
+
+_RANGES = {"range_pop": "(self)", "range_push": "(self, msg)"}
+_DOMAIN_RANGES = {"range_pop": "(self, domain=None)", "range_push": "(self, msg, domain=None, category=None)"}
+_ABSTRACT_PINNING = {"is_pinned": "(self, tensor)", "pin_memory": "(self, tensor, align_bytes=1)"}
+_NVTX = {"supports_nvtx_domain": "False"}
+_TRITON = {**_NVTX, "prefer_triton_grouped_mm": "(self)"}
+_DISPATCH = {
+    **_TRITON,
+    "is_fp64_supported": "(self)",
+    "_torch_empty_pinned": "(self, tensor, shape)",
+    "_torch_is_pinned": "(self, tensor)",
+    "_torch_pin_memory": "(self, tensor)",
+    "is_pinned": "(self, tensor)",
+    "pin_memory": "(self, tensor, make_copy=True, match_shape=True)",
+    "register_host_memory": "(self, address, num_bytes)",
+    "unregister_host_memory": "(self, address)",
+    "unpin_memory": "(self, tensor)",
+}
+_FRESH = {
+    **_DISPATCH,
+    "_pin_fresh": "(self, template, shape)",
+    "_require_host_device": "(device)",
+    "_shape_numel": "(shape)",
+    "_torch_pins_host_memory": "True",
+    "pin_empty": "(self, *size, dtype, device='cpu')",
+    "pin_empty_like": "(self, tensor, device='cpu', dtype=None)",
+}
+_DISPATCH_OWN = frozenset({"pin_memory", "is_pinned", "unpin_memory"})
+
+SHAPES: ShapeTable[DeepSpeedShape] = ShapeTable(
+    [
+        # pinning is two abstract members, and amp() one: the adapter writes pin_memory and amp
+        (
+            "0.15.0",
+            DeepSpeedShape(
+                {"amp": "(self)", **_ABSTRACT_PINNING, **_RANGES}, {}, written=frozenset({"amp", "pin_memory"})
+            ),
+        ),
+        ("0.18.7", DeepSpeedShape({**_ABSTRACT_PINNING, **_RANGES}, {}, written=frozenset({"pin_memory"}))),
+        ("0.19.0", DeepSpeedShape({**_ABSTRACT_PINNING, **_DOMAIN_RANGES}, _NVTX, written=frozenset({"pin_memory"}))),
+        ("0.19.4", DeepSpeedShape({**_ABSTRACT_PINNING, **_DOMAIN_RANGES}, _TRITON, written=frozenset({"pin_memory"}))),
+        # DeepSpeed's pin_memory counts bytes, then calls the device hook _pin_memory(tensor, align_bytes)
+        (
+            "0.19.5",
+            DeepSpeedShape(
+                {"is_pinned": "(self, tensor)", **_DOMAIN_RANGES},
+                {
+                    **_TRITON,
+                    "_pin_memory": "(self, tensor, align_bytes=1)",
+                    "pin_memory": "(self, tensor, align_bytes=1)",
+                },
+                own=frozenset({"pin_memory"}),
+                written=frozenset({"_pin_memory"}),
+            ),
+        ),
+        # DeepSpeed's pinning dispatch (native allocator or the _torch_* device hooks)
+        ("0.19.6", DeepSpeedShape(_DOMAIN_RANGES, _DISPATCH, own=_DISPATCH_OWN)),
+        (
+            "0.19.7",
+            DeepSpeedShape(_DOMAIN_RANGES, _FRESH, own=_DISPATCH_OWN | {"pin_empty", "pin_empty_like", "_pin_fresh"}),
+        ),
+        (
+            "0.19.8",
+            DeepSpeedShape(
+                _DOMAIN_RANGES,
+                {**_FRESH, "is_current_stream_capturing": "(self)", "pin_memory_alignment": "(self)"},
+                own=_DISPATCH_OWN | {"pin_empty", "pin_empty_like", "_pin_fresh"},
+            ),
+        ),
+    ]
+)
+"""Each shape of the range, from the first release that has it (``tests/data/deepspeed-shapes.json``)."""
+
+
+def installed_shape() -> DeepSpeedShape:
+    """The shape of the installed DeepSpeed; :class:`~accelhal.UnsupportedReleaseError` outside :data:`SUPPORTED`."""
+    return SHAPES.shape_for(SUPPORTED.check())

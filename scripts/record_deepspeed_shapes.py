@@ -1,0 +1,94 @@
+"""Record the shape of DeepSpeed's accelerator class in every release of the adapter's range.
+
+    python scripts/record_deepspeed_shapes.py                      # every release from the floor to the newest
+    python scripts/record_deepspeed_shapes.py --releases 0.17.6    # only these (merged into the data file)
+
+For each release on the package index from ``SUPPORTED.floor`` to ``SUPPORTED.newest``
+(``pip index versions deepspeed``), ``pip download --no-deps --no-binary :all:`` fetches its
+sdist (kept in ``--cache``), and ``deepspeed/accelerator/abstract_accelerator.py`` is read
+with :mod:`ast` (:func:`tests.compat.deepspeed_shapes.from_source`): every member of
+``DeepSpeedAccelerator``, its kind, whether it is abstract and its signature. The result is
+written to ``tests/data/deepspeed-shapes.json``, which ``tests/compat/test_deepspeed_releases.py``
+checks the adapter's ``SHAPES`` table and the installed DeepSpeed against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from accelhal.compat._releases import release_key  # noqa: E402
+from accelhal.compat.deepspeed._releases import SUPPORTED  # noqa: E402
+from tests.compat.deepspeed_shapes import DATA, SOURCE, from_source  # noqa: E402
+
+
+def _pip(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"pip {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def releases_in_range() -> list[str]:
+    """The releases of the distribution on the package index, floor to newest, oldest first."""
+    listed = _pip("index", "versions", SUPPORTED.distribution)
+    match = re.search(r"Available versions: (.*)", listed)
+    if match is None:
+        raise SystemExit(f"pip index versions printed no versions:\n{listed}")
+    low, high = release_key(SUPPORTED.floor), release_key(SUPPORTED.newest)
+    found = [v.strip() for v in match.group(1).split(",")]
+    return sorted((v for v in found if low <= release_key(v) <= high), key=release_key)
+
+
+def sdist(release: str, cache: Path) -> Path:
+    """The release's sdist, downloaded into ``cache`` unless it is there."""
+    name = SUPPORTED.distribution
+    existing = sorted(cache.glob(f"{name}-{release}.tar.gz"))
+    if not existing:
+        _pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={release}", "-d", str(cache))
+        existing = sorted(cache.glob(f"{name}-{release}.tar.gz"))
+    if not existing:
+        raise SystemExit(f"pip download left no {name}-{release}.tar.gz in {cache}")
+    return existing[0]
+
+
+def read_release(archive: Path) -> dict[str, object]:
+    """The recorded shape of the release in ``archive``."""
+    with tarfile.open(archive) as tar:
+        member = next((m for m in tar.getmembers() if m.name.endswith("/" + SOURCE)), None)
+        if member is None:
+            raise SystemExit(f"{archive.name} has no {SOURCE}")
+        handle = tar.extractfile(member)
+        assert handle is not None
+        return dict(from_source(handle.read().decode("utf-8")))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the releases; returns the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--releases", nargs="*", help="record only these releases (default: the whole range)")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "accelhal-shapes" / "deepspeed")
+    args = parser.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    releases = args.releases or releases_in_range()
+    data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.is_file() and args.releases else {"releases": {}}
+    for release in releases:
+        data["releases"][release] = read_release(sdist(release, args.cache))
+        print(f"{release}: {len(data['releases'][release])} members")
+    data["source"] = f"{SOURCE} of each release's sdist, read by scripts/record_deepspeed_shapes.py"
+    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: release_key(item[0])))
+    DATA.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {DATA.relative_to(REPO)} ({len(data['releases'])} releases)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
