@@ -108,6 +108,16 @@ def test_importing_the_plugin_is_cheap() -> None:
     assert json.loads(out.stdout) == []
 
 
+def test_run_suite_without_pytest_names_the_kit_extra() -> None:
+    code = "import sys; sys.modules['pytest'] = None\nfrom accelhal.testing import run_suite\nrun_suite('cpu')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 1
+    assert out.stderr.splitlines()[-1] == (
+        "ModuleNotFoundError: accelhal.testing.run_suite runs the conformance suite with pytest, which is not "
+        "installed here; install accelhal's kit extra: pip install 'accelhal[kit]' (or pip install pytest)"
+    )
+
+
 RUN_SUITE_AFTER_IMPORT = """
 import sys, accelhal
 accelhal.get_accelerator()  # imports accelhal_backends too: both are marked for rewriting

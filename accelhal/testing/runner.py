@@ -17,8 +17,18 @@ def run_suite(backend: str | None = None, extra_args: Sequence[str] = ()) -> int
 
     >>> run_suite("cpu", ["-q"])  # doctest: +SKIP
     0
+
+    Raises:
+        ModuleNotFoundError: pytest is not installed (the ``kit`` extra has it).
     """
-    import pytest
+    try:
+        import pytest
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            "accelhal.testing.run_suite runs the conformance suite with pytest, which is not installed here; "
+            "install accelhal's kit extra: pip install 'accelhal[kit]' (or pip install pytest)",
+            name="pytest",
+        ) from exc
 
     args = ["-p", "no:cacheprovider", "--rootdir", str(SUITE_FILE.parent), str(SUITE_FILE)]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
