@@ -69,7 +69,7 @@ class UnknownBackendError(ConfigurationError):
             message += f" (from {variable})"
         message += f"; known accelerators: {known_list}"
         if hint:
-            message += f". {hint}"
+            message += f". {sentence(hint, capital=True)}"
         super().__init__(message, variable=variable, value=name)
         self.name = name
         self.known = tuple(sorted(known))
