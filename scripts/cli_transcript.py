@@ -279,8 +279,12 @@ def normalise(page: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    """Write the page."""
+def main(argv: list[str] | None = None) -> int:
+    """Write the page (``--help`` says so and writes nothing)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.parse_args(argv)
     PAGE.write_text(transcript())
     print(f"wrote {PAGE.relative_to(REPO)}")
     return 0

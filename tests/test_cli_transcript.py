@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import platform
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 
 import pytest
@@ -40,3 +42,11 @@ def test_transcript_is_what_the_commands_show() -> None:
     assert cli_transcript.normalise(now) == cli_transcript.normalise(page), (
         "docs/cli-transcript.md is not what the commands show now: run `python scripts/cli_transcript.py`"
     )
+
+
+def test_the_scripts_help_writes_nothing() -> None:
+    before = cli_transcript.PAGE.stat().st_mtime_ns
+    script = cli_transcript.REPO / "scripts" / "cli_transcript.py"
+    out = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("usage: cli_transcript.py [-h]") and "wrote" not in out.stdout
+    assert cli_transcript.PAGE.stat().st_mtime_ns == before
