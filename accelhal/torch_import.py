@@ -94,6 +94,8 @@ class TorchImport:
     """What the import wrote to standard output (sent to standard error instead)."""
     earlier: bool = False
     """True when the failed import happened before accelhal tried (it was not repeated)."""
+    warning: str | None = None
+    """The warning category raised as an error (``"UserWarning"``) when the process turns warnings into errors."""
 
     @property
     def loaded(self) -> bool:
@@ -179,6 +181,7 @@ def _import() -> TorchImport:
         cause=first_line(cause) if cause is not None else None,
         autoload=_autoload_culprit(failure),
         output=captured.text,
+        warning=type(failure).__name__ if isinstance(failure, Warning) else None,
     )
     _refuse_later_imports(found)
     return found
@@ -276,6 +279,12 @@ def _fixes(found: TorchImport, runtime_hints: Mapping[str, str]) -> list[str]:
     if culprit is None:
         if found.earlier:
             return ["Run 'accelhal doctor' in a fresh process: it says why 'import torch' fails and how to fix it."]
+        if found.warning:
+            return [
+                f"'import torch' warned, and this process turns warnings into errors (python -W error or "
+                f"PYTHONWARNINGS): let that {found.warning} through (add -W 'default::{found.warning}' after "
+                "-W error) or remove what it warns of."
+            ]
         return [
             "Repair torch in this environment (pip install --force-reinstall torch): accelhal and every backend "
             "need a torch that imports."
