@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from accelhal.compat._releases import release_key
+from accelhal.compat._releases import ReleaseRange, release_key
 from accelhal.compat.deepspeed._releases import SHAPES, SUPPORTED, DeepSpeedShape
 from accelhal.contract import Accelerator
 from accelhal.errors import UnsupportedReleaseError
@@ -209,3 +209,15 @@ def test_the_start_up_hook_refuses_a_release_outside_the_range_before_setting_de
     done = warm.run_code(HOOKED_IMPORT, [], _seen_as("0.20.0", tmp_path), sys.executable, 120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"installed": "0.20.0", "accelerator": "None"}
+
+
+@requires_deepspeed
+def test_a_deepspeed_class_as_a_backend_is_refused_outside_the_range(ds: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    from accelhal import Verdict
+    from accelhal.compat.deepspeed import backend_from_deepspeed
+
+    monkeypatch.setattr(ReleaseRange, "installed", lambda self: "0.20.0")
+    with pytest.raises(UnsupportedReleaseError, match=r"deepspeed 0\.20\.0 is outside"):
+        backend_from_deepspeed(CPU_Accelerator, name="refused", priority=50, probe=lambda: Verdict.available("cpu"))

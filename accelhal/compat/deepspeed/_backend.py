@@ -214,7 +214,8 @@ def wrap_deepspeed_class(
 ) -> type[DeepSpeedBackedAccelerator]:
     """A :class:`DeepSpeedBackedAccelerator` subclass for ``deepspeed_class`` (a class or ``"module:Class"``).
 
-    The same arguments give the same class.
+    The same arguments give the same class. A DeepSpeed outside the supported releases raises
+    :class:`~accelhal.UnsupportedReleaseError`.
     """
     key = (deepspeed_class, name, device_type)
     with _wrapped_lock:
@@ -224,6 +225,9 @@ def wrap_deepspeed_class(
 
 
 def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -> type[DeepSpeedBackedAccelerator]:
+    from accelhal.compat.deepspeed._releases import SUPPORTED
+
+    SUPPORTED.check()
     cls = _load(deepspeed_class) if isinstance(deepspeed_class, str) else deepspeed_class
     base = deepspeed_base()
     if not (isinstance(cls, type) and issubclass(cls, base)):
