@@ -81,3 +81,24 @@ def test_priority_range_is_stated_once_and_matches_the_catalog() -> None:
         if "prio" in page.read_text()[max(0, match.start() - 200) : match.end()].lower()
     ]
     assert not elsewhere, f"the built-ins' priorities are stated in docs/reference/priorities.md only: {elsewhere}"
+
+
+def test_no_other_page_restates_a_backends_priority() -> None:
+    from accelhal.spec import BackendSpec
+    from accelhal_backends import catalog, generic
+
+    priorities = {v.name: v.priority for v in vars(catalog).values() if isinstance(v, BackendSpec)}
+    priorities["generic"] = generic.PRIORITY
+    repo = REFERENCE.parent.parent
+    restated = []
+    for page in [*repo.glob("docs/**/*.md"), repo / "README.md"]:
+        if page.name == "priorities.md":
+            continue
+        for line in page.read_text().splitlines():
+            cells = [cell.strip() for cell in line.split("|")]
+            name = cells[1].strip("`") if len(cells) > 2 else ""
+            in_a_row = name in priorities and str(priorities[name]) in cells[2:]
+            in_prose = re.search(rf"priority (?:is|of) ({'|'.join(map(str, priorities.values()))})\b", line)
+            if in_a_row or in_prose:
+                restated.append(f"{page.relative_to(repo)}: {line[:80]}")
+    assert not restated, f"the backends' priorities are in docs/reference/priorities.md only: {restated}"
