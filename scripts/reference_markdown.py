@@ -244,6 +244,13 @@ def backends() -> list[tuple[str, type]]:
     return [*found, ("generic", GenericAccelerator)]
 
 
+SPEC_FIELDS = {"_communication_backend_name": "comm_backend"}
+"""An identity attribute whose answer a backend's :class:`BackendSpec` declares -> the spec's field.
+
+Not the class's: ``sdaa``, ``supa`` and ``musa`` share one class, and the generic backend's
+answer depends on the device it serves (the contract's text says what)."""
+
+
 def _backend_answers(name: str, contract_doc: str, classes: list[tuple[str, type]]) -> list[str]:
     """What each backend answers for member ``name``, grouped: its class's own docstring or constant."""
     from accelhal.contract import Accelerator
@@ -251,11 +258,15 @@ def _backend_answers(name: str, contract_doc: str, classes: list[tuple[str, type
 
     groups: dict[tuple[str, str], list[str]] = {}
     attribute = CONSTANT_MEMBERS.get(name, ("", None))[0]
+    specs = {spec.name: spec for spec in builtin_specs()}
     for backend, cls in classes:
         owner = next(k for k in cls.__mro__ if name in k.__dict__)
         doc = own_doc(owner, name) if owner is not Accelerator else None
         if doc is not None and doc != contract_doc:
             groups.setdefault((owner.__name__, doc), []).append(backend)
+        elif attribute in SPEC_FIELDS:  # identity: the spec's (a class may serve several specs, or none: generic)
+            if backend in specs:
+                groups.setdefault(("", f"``{getattr(specs[backend], SPEC_FIELDS[attribute])!r}``"), []).append(backend)
         elif attribute and attribute != "device_type" and isinstance(getattr(cls, attribute, None), (bool, str)):
             groups.setdefault(("", f"``{getattr(cls, attribute)!r}``"), []).append(backend)
     lines = []

@@ -102,3 +102,18 @@ def test_no_other_page_restates_a_backends_priority() -> None:
             if in_a_row or in_prose:
                 restated.append(f"{page.relative_to(repo)}: {line[:80]}")
     assert not restated, f"the backends' priorities are in docs/reference/priorities.md only: {restated}"
+
+
+def test_contract_page_gives_each_backend_the_communication_backend_its_spec_declares() -> None:
+    from accelhal.spec import BackendSpec
+    from accelhal_backends import catalog
+
+    declared = {v.name: v.comm_backend for v in vars(catalog).values() if isinstance(v, BackendSpec)}
+    text = (REFERENCE / "contract.md").read_text()
+    entry = text[text.index("### `communication_backend_name`") : text.index("### `is_triton_supported`")]
+    stated = {
+        name: value
+        for names, value in re.findall(r"^- ((?:`\w+`(?:, )?)+): `'(\w*)'`$", entry, re.M)
+        for name in re.findall(r"`(\w+)`", names)
+    }
+    assert stated == declared  # the generic backend's depends on its device: the contract's text says what
