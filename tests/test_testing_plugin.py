@@ -118,6 +118,18 @@ def test_run_suite_without_pytest_names_the_kit_extra() -> None:
     )
 
 
+def test_run_suite_without_plugin_autoload_after_importing_the_plugin_warns_nothing(tmp_path: Path) -> None:
+    code = (
+        "import accelhal.testing.plugin\nfrom accelhal.testing import run_suite\n"
+        "raise SystemExit(run_suite('cpu', ['-q', '--collect-only', '-W', 'error', '-k', 'boolean_query']))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACCELERATOR"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Warning" not in out.stdout + out.stderr
+
+
 RUN_SUITE_AFTER_IMPORT = """
 import sys, accelhal
 accelhal.get_accelerator()  # imports accelhal_backends too: both are marked for rewriting

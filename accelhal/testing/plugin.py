@@ -21,7 +21,10 @@ Example::
         start = accelerator.Event(enable_timing=True)
 
 This module is imported in every pytest run, so it imports neither torch nor the selection
-at import time; the accelerator is only resolved by tests that ask for it.
+at import time; the accelerator is only resolved by tests that ask for it. It holds no
+assertions for pytest to rewrite (PYTEST_DONT_REWRITE): ``-p accelhal.testing.plugin``, as
+:func:`~accelhal.testing.run_suite` passes where plugin autoload is off, finds it imported
+without a warning.
 """
 
 from __future__ import annotations
