@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from accelhal import _record, plugins, torch_import
 from accelhal.records import CandidateRecord, Decision, Registration
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from accelhal.report import DetectionReport
 
     _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
+    _GenericGap = Literal["ambiguous", "blocked", "plugin-failed", "torch", "no-accelerator", "claimed", "undiscovered"]
+    """Why :data:`GENERIC_ALIAS` stands for no backend (:attr:`NoGenericBackend.cause`)."""
 
 logger = logging.getLogger("accelhal")
 
@@ -421,7 +423,7 @@ def _decide_forced(
         registration = reg.backends.get(name)
     alias = ""
     if registration is None and name == GENERIC_ALIAS:
-        registration = _generic_registration(reg, requested_by)
+        registration = resolve_generic(reg, requested_by)
         alias, name = name, registration.spec.name
     if registration is None:
         blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
@@ -429,7 +431,7 @@ def _decide_forced(
         from accelhal.errors import UnknownBackendError
 
         raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
-    requested = f"{requested_by}={alias}" if alias else requested_by
+    requested = _by_name(requested_by, alias) if alias else requested_by
     record = _run_probe(registration)
     probed.append(record)
     if record.status is not Status.AVAILABLE:
@@ -462,57 +464,107 @@ def _decide_forced(
     return decision, instance
 
 
-def _generic_registration(reg: plugins.Registry, requested_by: str) -> Registration:
-    """The one backend a generic plugin offers (:attr:`BackendSpec.generic`); where there is none, raises saying why."""
+@_record.record(frozen=True)
+class NoGenericBackend:
+    """Why :data:`GENERIC_ALIAS` stands for no backend here (:func:`generic_backend`'s answer)."""
+
+    cause: _GenericGap
+    """``ambiguous`` (several generic backends), ``blocked`` or ``plugin-failed`` (the generic plugin is
+    not loaded), ``torch`` (torch cannot load), ``no-accelerator``, ``claimed`` (another backend serves
+    torch's accelerator) or ``undiscovered`` (torch reports it now, not when the plugins were discovered)."""
+    reason: str
+    hint: str | None = None
+
+
+def generic_backend(reg: plugins.Registry, requested_by: str) -> Registration | NoGenericBackend:
+    """The one backend a generic plugin offers (:attr:`BackendSpec.generic`), or why there is none.
+
+    What :data:`GENERIC_ALIAS` stands for, where no backend has that name. ``requested_by`` is
+    who asks, as the hints name it: a variable (``ACCELHAL_ACCELERATOR``), ``set_accelerator``
+    or a command (``accelhal explain``). Imports torch where no generic backend is offered.
+    """
     offered = [r for r in reg.backends.values() if r.spec.generic]
     if len(offered) == 1:
         return offered[0]
     if offered:
+        names = sorted(r.spec.name for r in offered)
+        return NoGenericBackend(
+            "ambiguous",
+            f"generic backends are registered for {_names([repr(n) for n in names])}",
+            f"{_force(requested_by)} one by its name ({_by_name(requested_by, names[0])})",
+        )
+    cause, why, hint = _no_generic_backend(reg, requested_by)
+    return NoGenericBackend(cause, f"no device torch.accelerator reports is left to the generic backend: {why}", hint)
+
+
+def resolve_generic(reg: plugins.Registry, requested_by: str) -> Registration:
+    """:func:`generic_backend`'s backend; where there is none, raises saying why.
+
+    Raises :class:`~accelhal.ConfigurationError` (several generic backends) or
+    :class:`~accelhal.BackendUnavailableError` (none: the reason and what to do).
+    """
+    found = generic_backend(reg, requested_by)
+    if isinstance(found, Registration):
+        return found
+    if found.cause == "ambiguous":
         from accelhal.errors import ConfigurationError
 
-        names = _names(sorted(repr(r.spec.name) for r in offered))
         raise ConfigurationError(
-            f"{requested_by}={GENERIC_ALIAS} is ambiguous: generic backends are registered for {names}; "
-            "force one by its name",
+            f"{_by_name(requested_by, GENERIC_ALIAS)} is ambiguous: {found.reason}; {found.hint}",
             variable=requested_by,
             value=GENERIC_ALIAS,
         )
-    reason, hint = _no_generic_backend(reg, requested_by)
     from accelhal.errors import BackendUnavailableError
 
-    raise BackendUnavailableError(
-        GENERIC_ALIAS,
-        f"no device torch.accelerator reports is left to the generic backend: {reason}",
-        hint=hint,
-        requested_by=requested_by,
-    )
+    raise BackendUnavailableError(GENERIC_ALIAS, found.reason, hint=found.hint, requested_by=requested_by)
 
 
-def _no_generic_backend(reg: plugins.Registry, requested_by: str) -> tuple[str, str | None]:
-    """Why no generic backend is registered, and what to do (imports torch: an error path only)."""
+def _by_name(requested_by: str, name: str) -> str:
+    """How ``requested_by`` asks for ``name``: ``VARIABLE=npu``, ``set_accelerator('npu')``, ``accelhal check npu``."""
+    if requested_by.startswith("accelhal "):
+        return f"{requested_by} {name}"
+    return f"{requested_by}({name!r})" if requested_by == "set_accelerator" else f"{requested_by}={name}"
+
+
+def _force(requested_by: str) -> str:
+    """The verb of a hint: a command asks for a backend, a variable or ``set_accelerator`` forces it."""
+    return "ask for" if requested_by.startswith("accelhal ") else "force"
+
+
+def _no_generic_backend(reg: plugins.Registry, requested_by: str) -> tuple[_GenericGap, str, str | None]:
+    """Why no generic backend is registered: ``(cause, reason, hint)`` (imports torch: an error path only)."""
     plugin = next((p for p in reg.plugins if p.builtin and p.name == GENERIC_ALIAS), None)
     if plugin is not None and plugin.state != "loaded":
-        return f"the generic plugin is not loaded ({plugin.state}: {plugin.detail})", None
+        cause: _GenericGap = "plugin-failed" if plugin.state == "failed" else "blocked"
+        return cause, f"the generic plugin is not loaded ({plugin.state}: {plugin.detail})", None
     if not torch_import.attempt().loaded:
         diagnosis = _torch_diagnosis()
         assert diagnosis is not None and diagnosis.reason is not None
-        return diagnosis.reason, diagnosis.hint
+        return "torch", diagnosis.reason, diagnosis.hint
     from accelhal.probing import torch_accelerator_type
 
     device_type = torch_accelerator_type()
     if device_type is None or device_type == "cpu":
-        return "torch reports no accelerator (torch.accelerator.current_accelerator() is None)", (
-            "install the device's torch package (torch's device autoload imports it) or import it before selecting"
+        return (
+            "no-accelerator",
+            "torch reports no accelerator (torch.accelerator.current_accelerator() is None)",
+            "install the device's torch package (torch's device autoload imports it) or import it before selecting",
         )
     serving = [r for r in reg.ordered() if r.spec.device_type == device_type]
     if serving:
         name, owner = serving[0].spec.name, serving[0].plugin.name
-        return f"torch's accelerator is {device_type!r}, which the {name!r} backend serves", (
-            f"force that backend by its name ({requested_by}={name}), or block its plugin "
-            f"(ACCELHAL_BLOCK_PLUGINS={owner}) to leave the device to the generic backend"
+        return (
+            "claimed",
+            f"torch's accelerator is {device_type!r}, which the {name!r} backend serves",
+            (
+                f"{_force(requested_by)} that backend by its name ({_by_name(requested_by, name)}), or block its "
+                f"plugin (ACCELHAL_BLOCK_PLUGINS={owner}) to leave the device to the generic backend"
+            ),
         )
-    return f"torch's accelerator {device_type!r} was not reported when the plugins were discovered", (
-        "import the device's package before accelhal selects (accelhal.reset_accelerator() discovers again)"
+    return (
+        "undiscovered",
+        f"torch's accelerator {device_type!r} was not reported when the plugins were discovered",
+        "import the device's package before accelhal selects (accelhal.reset_accelerator() discovers again)",
     )
 
 

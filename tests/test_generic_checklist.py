@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
 import pytest
 
 import accelhal
+from accelhal.cli import main
 from accelhal.testing.isolated import CONTEXT_QUERY
 from accelhal_backends import generic
 from tests.conftest import InstallDistribution
@@ -143,7 +145,7 @@ def accelhal_register_backends(register):
 
 
 def test_generic_is_ambiguous_where_two_generic_backends_are_registered(
-    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     install_distribution("acme-generic", {"acme_generic": TWO_GENERIC}, {"acmegeneric": "acme_generic"})
     monkeypatch.setenv("ACCELHAL_ACCELERATOR", "Generic")
@@ -151,8 +153,15 @@ def test_generic_is_ambiguous_where_two_generic_backends_are_registered(
         accelhal.get_accelerator()
     assert str(raised.value) == (
         "ACCELHAL_ACCELERATOR=generic is ambiguous: generic backends are registered for 'acmea' and 'acmeb'; "
-        "force one by its name"
+        "force one by its name (ACCELHAL_ACCELERATOR=acmea)"
     )
+    monkeypatch.delenv("ACCELHAL_ACCELERATOR")
+    accelhal.reset_accelerator()
+    assert main(["explain", "generic", "--json"]) == 2  # a name that stands for no one backend: a user mistake
+    explained = json.loads(capsys.readouterr().out)
+    assert (explained["outcome"], explained["alias"]) == ("ambiguous", "generic")
+    assert explained["summary"] == "'generic' is ambiguous: generic backends are registered for 'acmea' and 'acmeb'."
+    assert explained["hint"] == "ask for one by its name (accelhal explain acmea)"
 
 
 def test_a_backend_named_generic_is_forced_as_any_other(install_distribution: InstallDistribution) -> None:

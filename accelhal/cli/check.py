@@ -58,7 +58,12 @@ USAGE = "accelhal check [-h] [--json] [NAME] [-- PYTEST_ARGS ...]"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``check`` arguments."""
-    parser.add_argument("name", nargs="?", metavar="NAME", help="the backend to check (default: the active one)")
+    parser.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="the backend to check (default: the active one); generic: the device torch.accelerator reports",
+    )
     parser.set_defaults(pytest_args=[])
 
 
@@ -121,23 +126,29 @@ def resolve_backend(name: str | None) -> str:
 
     A name nobody registers, or a backend that cannot be constructed here, raises the
     selection's own error (one message with the probe's reason and hint), so that the
-    suite never runs hundreds of tests that would all fail the same way.
+    suite never runs hundreds of tests that would all fail the same way. ``generic``, where
+    no backend has that name, is the backend of the device ``torch.accelerator`` reports,
+    resolved as selection resolves it (or its error, saying why none is left to it).
     """
     from accelhal.errors import BackendUnavailableError, UnknownBackendError
-    from accelhal.selection import get_accelerator, registry
+    from accelhal.selection import GENERIC_ALIAS, get_accelerator, registry, resolve_generic
     from accelhal.testing.switching import use_accelerator
 
     if name is None:
         return get_accelerator().name
-    name = name.strip().lower()
-    known = registry().names()
+    name, requested_by, reg = name.strip().lower(), "accelhal check", registry()
+    if name not in reg.backends:
+        reg.load_deferred()  # a plugin not imported under a forced backend may provide it
+    if name not in reg.backends and name == GENERIC_ALIAS:
+        name, requested_by = resolve_generic(reg, requested_by).spec.name, f"{requested_by} {GENERIC_ALIAS}"
+    known = reg.names()
     if name not in known:
-        raise UnknownBackendError(name, known, variable="accelhal check")
+        raise UnknownBackendError(name, known, variable=requested_by)
     try:
         with use_accelerator(name):  # constructs it (or raises why it cannot), then restores the selection
             pass
     except BackendUnavailableError as exc:
-        raise BackendUnavailableError(name, exc.reason, hint=exc.hint, requested_by="accelhal check") from None
+        raise BackendUnavailableError(name, exc.reason, hint=exc.hint, requested_by=requested_by) from None
     return name
 
 

@@ -3,9 +3,16 @@
 The answer is one of :class:`~accelhal.cli.models.Outcome`: not installed, no device,
 broken, replaced (another package answers for its device module), probe error (with the
 exception), invalid, blocked, plugin failed, lower priority, not probed (an override chose
-another), selection failed, or unknown (with the names that are known). An unknown name is
-a user mistake: exit status 2; otherwise the status is 1 when selection failed (whichever
-backend is explained), else 0.
+another), selection failed, ambiguous or unknown (with the names that are known). An
+unknown or ambiguous name is a user mistake: exit status 2; otherwise the status is 1 when
+selection failed (whichever backend is explained), else 0.
+
+``generic``, where no backend has that name, is resolved as selection resolves it
+(:func:`accelhal.selection.generic_backend`): the backend of the device ``torch.accelerator``
+reports is explained, its summary saying that ``generic`` stands for it; where none is left
+to the generic backend, the outcome and summary say why (no accelerator: no device; another
+backend serves it: replaced; the plugin blocked or failed; torch cannot load: broken;
+several generic backends: ambiguous).
 """
 
 from __future__ import annotations
@@ -41,9 +48,25 @@ _STATUS_OUTCOMES: dict[Status, Outcome] = {
 }
 
 
+_GENERIC_OUTCOMES: dict[str, Outcome] = {
+    "ambiguous": Outcome.AMBIGUOUS,
+    "blocked": Outcome.BLOCKED,
+    "plugin-failed": Outcome.PLUGIN_FAILED,
+    "torch": Outcome.BROKEN,
+    "no-accelerator": Outcome.NO_DEVICE,
+    "claimed": Outcome.REPLACED,
+    "undiscovered": Outcome.NOT_PROBED,
+}
+"""Why ``generic`` stands for no backend (:attr:`accelhal.selection.NoGenericBackend.cause`) -> the outcome."""
+
+GENERIC_MEANING = (
+    "'generic' stands for the backend the generic plugin registers for the device torch.accelerator reports"
+)
+
+
 def exit_status(output: ExplainOutput) -> int:
-    """2 for an unknown ``NAME``; 1 when selection failed (whatever ``NAME`` is); else 0."""
-    if output.outcome is Outcome.UNKNOWN:
+    """2 for an unknown or ambiguous ``NAME``; 1 when selection failed (whatever ``NAME`` is); else 0."""
+    if output.outcome in (Outcome.UNKNOWN, Outcome.AMBIGUOUS):
         return 2
     return 1 if output.active is None else 0
 
@@ -58,7 +81,12 @@ DESCRIPTION = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``explain`` arguments."""
-    parser.add_argument("name", nargs="?", metavar="NAME", help="a backend name, e.g. cuda")
+    parser.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="a backend name, e.g. cuda; generic: the device torch.accelerator reports",
+    )
 
 
 def _candidate_details(candidate: CandidateReport, report: DetectionReport) -> list[str]:
@@ -192,6 +220,10 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
     if name is None or name == report.chosen:
         return _explain_active(report, known)
     if name not in registry.backends:
+        from accelhal.selection import GENERIC_ALIAS
+
+        if name == GENERIC_ALIAS:
+            return _explain_generic(report, registry, known)
         return _explain_unregistered(name, report, known)
     candidate = report.candidate(name)
     if candidate is None:
@@ -214,6 +246,29 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
         hint=candidate.hint,
         known=known,
     )
+
+
+def _explain_generic(report: DetectionReport, registry: Registry, known: list[str]) -> ExplainOutput:
+    """``generic``, no backend's name: the backend it stands for, as selection resolves it, or why there is none."""
+    from accelhal.selection import GENERIC_ALIAS, NoGenericBackend, generic_backend
+
+    found = generic_backend(registry, "accelhal explain")
+    if isinstance(found, NoGenericBackend):
+        ambiguous = found.cause == "ambiguous"
+        return ExplainOutput(
+            name=GENERIC_ALIAS,
+            active=report.chosen,
+            outcome=_GENERIC_OUTCOMES[found.cause],
+            summary=f"{quote(GENERIC_ALIAS)} is ambiguous: {found.reason}" if ambiguous else found.reason,
+            details=[GENERIC_MEANING],
+            hint=found.hint,
+            known=known,
+            alias=GENERIC_ALIAS,
+        )
+    name = found.spec.name
+    output = _explain(name, report, registry)
+    reached = f"{quote(GENERIC_ALIAS)} stands for {quote(name)}, the backend of torch's accelerator; "
+    return output.model_copy(update={"alias": GENERIC_ALIAS, "summary": reached + output.summary})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -91,6 +91,7 @@ class Outcome(str, enum.Enum):
     LOWER_PRIORITY = "lower-priority"
     NOT_PROBED = "not-probed"
     SELECTION_FAILED = "selection-failed"
+    AMBIGUOUS = "ambiguous"
     UNKNOWN = "unknown"
 
 
@@ -107,6 +108,12 @@ class ExplainOutput(_Output):
     hint: str | None = None
     known: list[str] = Field(description="registered backend names, in priority order")
     torch: TorchImportReport | None = Field(default=None, description="how 'import torch' went (the selection's)")
+    alias: str | None = Field(
+        default=None,
+        description="'generic' where NAME was taken as the alias of the backend of the device torch.accelerator "
+        "reports: name is then that backend, or 'generic' where none is left to it (the summary says why); "
+        "else null",
+    )
 
 
 class Severity(str, enum.Enum):

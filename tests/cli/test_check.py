@@ -87,6 +87,19 @@ def test_check_unknown_backend_is_a_user_mistake(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_check_generic_without_an_accelerator_says_why_as_selection_does() -> None:
+    said = (
+        "accelerator 'generic' (requested by accelhal check) is not available: no device torch.accelerator "
+        "reports is left to the generic backend: torch reports no accelerator "
+        "(torch.accelerator.current_accelerator() is None)."
+    )
+    result = run_accelhal("check", "generic")
+    assert result.returncode == 2 and "Traceback" not in result.output, result.output
+    assert said in " ".join(result.stderr.split())
+    data = run_accelhal("check", "generic", "--json").json()
+    assert data["command"] == "check" and data["error"].startswith(said)
+
+
 def test_check_runs_the_real_conformance_suite_on_cpu() -> None:
     result = run_accelhal("check", "cpu", "--json")
     assert result.returncode == 0, result.output

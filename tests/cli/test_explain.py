@@ -72,3 +72,38 @@ def test_a_device_whose_vendor_torch_autoload_was_told_not_to_load(tmp_path: Pat
     human = run_accelhal("explain", "testdev", env=env)
     assert human.returncode == 2 and "Traceback" not in human.output
     assert "hint: If 'testdev' is the device of a vendor package named above" in " ".join(human.stdout.split())
+
+
+NO_GENERIC = (
+    "no device torch.accelerator reports is left to the generic backend: torch reports no accelerator "
+    "(torch.accelerator.current_accelerator() is None)"
+)
+"""Selection's reason for ``ACCELHAL_ACCELERATOR=generic`` on a machine without an accelerator (this one)."""
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_generic_without_an_accelerator_says_why_as_selection_does(as_json: bool) -> None:
+    result = run_accelhal("explain", " Generic", *(["--json"] if as_json else []))
+    assert result.returncode == 0, result.output  # not a user mistake: the alias is known, nothing is left to it
+    if as_json:
+        data = result.json()
+        assert (data["name"], data["alias"], data["outcome"], data["active"]) == (
+            "generic",
+            "generic",
+            "no-device",
+            "cpu",
+        )
+        assert data["summary"] == f"{NO_GENERIC}."
+        assert data["hint"].startswith("install the device's torch package")
+    else:
+        text = " ".join(result.stdout.split())
+        assert text.startswith(f"generic: no-device why: {NO_GENERIC}. - 'generic' stands for the backend the generic")
+        assert "hint: Install the device's torch package" in text and "Traceback" not in result.output
+    selection = run_accelhal("explain", "--json", env={"ACCELHAL_ACCELERATOR": "generic"}).json()
+    assert NO_GENERIC in selection["summary"]  # the same words as selection's error
+
+
+def test_generic_with_its_plugin_blocked_says_so() -> None:
+    data = run_accelhal("explain", "generic", "--json", env={"ACCELHAL_BLOCK_PLUGINS": "generic"}).json()
+    assert (data["outcome"], data["alias"]) == ("blocked", "generic")
+    assert data["summary"].endswith("the generic plugin is not loaded (blocked: listed in ACCELHAL_BLOCK_PLUGINS).")

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import Result
+from tests.cli.conftest import run_accelhal as run_command
 from tests.privateuse1.child import on_device, run_accelhal, write_autoload_distribution
+from tests.simulation import ROOT
 from tests.torch_features import needs_generic_backend
 
 pytestmark = [pytest.mark.privateuse1, needs_generic_backend]  # test_generic_old_torch.py: its verdict before
@@ -162,6 +165,48 @@ def test_info_and_list_show_it(tmp_path: Path) -> None:
     assert (entry["active"], entry["plugin"], entry["priority"]) == (True, "generic", 150)
     explained = " ".join(run_accelhal(tmp_path, "explain").stdout.split())
     assert "priority 150, from built-in (plugin 'generic')" in explained
+
+
+ACCELHAL = """
+from tests.privateuse1 import device
+device.load({name!r})
+import runpy
+runpy.run_module("accelhal", run_name="__main__", alter_sys=True)
+"""
+"""A program that loads the device as ``name``, then runs ``python -m accelhal``."""
+
+
+def accelhal_with_device(*args: str, name: str = "testdev") -> Result:
+    """``python -m accelhal ARGS`` where the device is loaded, forked from the warm interpreter (:mod:`tests.warm`)."""
+    code = ACCELHAL.format(name=name)
+    return run_command(*args, code=code, code_after_torch=True, env={"PYTHONPATH": str(ROOT)})
+
+
+def test_explain_and_check_take_generic_as_selection_does() -> None:
+    data = accelhal_with_device("explain", "generic", "--json").json()
+    assert (data["name"], data["alias"], data["outcome"], data["active"]) == ("testdev", "generic", "active", "testdev")
+    assert data["summary"].startswith(
+        "'generic' stands for 'testdev', the backend of torch's accelerator; 'testdev' is active, chosen by rule "
+        "'priority'"
+    )
+    text = accelhal_with_device("explain", "generic")
+    assert text.returncode == 0, text.output
+    assert " ".join(text.stdout.split()).startswith("testdev: active why: 'generic' stands for 'testdev', the backend")
+    checked = accelhal_with_device("check", "generic", "--json", "--", "-k", "test_name")  # a few of the kit's tests
+    summary = checked.json()
+    assert checked.returncode == 0 and (summary["backend"], summary["failed"]) == ("testdev", 0), checked.output
+    assert summary["passed"] > 0
+    claimed = accelhal_with_device("explain", "generic", "--json", name="npu")  # the built-in npu backend claims it
+    assert (claimed.returncode, claimed.json()["outcome"]) == (0, "replaced")
+    assert claimed.json()["summary"] == (
+        "no device torch.accelerator reports is left to the generic backend: torch's accelerator is 'npu', which the "
+        "'npu' backend serves."
+    )
+    refused = accelhal_with_device("check", "generic", name="npu")
+    assert refused.returncode == 2 and "Traceback" not in refused.output, refused.output
+    assert "Hint: Ask for that backend by its name (accelhal check npu), or block its plugin" in " ".join(
+        refused.stderr.split()
+    )
 
 
 SKIPS = {
