@@ -477,7 +477,7 @@ class NoGenericBackend:
 
 
 def generic_backend(reg: plugins.Registry, requested_by: str) -> Registration | NoGenericBackend:
-    """The one backend a generic plugin offers (:attr:`BackendSpec.generic`), or why there is none.
+    """The one backend a generic plugin offers (:attr:`~accelhal.BackendSpec.generic`), or why there is none.
 
     What :data:`GENERIC_ALIAS` stands for, where no backend has that name. ``requested_by`` is
     who asks, as the hints name it: a variable (``ACCELHAL_ACCELERATOR``), ``set_accelerator``
