@@ -37,6 +37,8 @@ SETUP_LIMIT = 300.0
 """Seconds allowed to the child's own steps (starting, ``import torch``, writing its answer)."""
 MAX_ROUNDS = 8
 """Children run at most (each after blocking one more faulty plugin)."""
+PIPE_CLOSE_WAIT = 5.0
+"""Seconds to wait, after the child ended, for the end of each of its pipes before closing it."""
 PLUGIN_STEPS = frozenset({"import", "probe", "instantiate"})
 
 _CHILD = """
@@ -168,6 +170,17 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         pass  # it ended meanwhile
 
 
+def _close_pipes(proc: subprocess.Popen[str], pumps: list[threading.Thread]) -> None:
+    """Close the child's pipes once their readers are done (at their end, or once a killed child's closed).
+
+    A pipe still held open by a process that left the child's group keeps its reader, and stays open.
+    """
+    for pump, stream in zip(pumps, (proc.stdout, proc.stderr), strict=True):
+        pump.join(timeout=PIPE_CLOSE_WAIT)
+        if stream is not None and not pump.is_alive():
+            stream.close()
+
+
 def _run_child(env: dict[str, str], step_limit: float) -> _Run:
     """One child; follows its steps, kills it (and its process group) when a step outlives its limit."""
     run = _Run()
@@ -183,8 +196,12 @@ def _run_child(env: dict[str, str], step_limit: float) -> _Run:
     )
     lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
     assert proc.stdout is not None and proc.stderr is not None
-    for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err")):
-        threading.Thread(target=_pump, args=(stream, tag, lines), daemon=True).start()
+    pumps = [
+        threading.Thread(target=_pump, args=(stream, tag, lines), daemon=True)
+        for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err"))
+    ]
+    for pump in pumps:
+        pump.start()
     open_streams, deadline = 2, time.monotonic() + SETUP_LIMIT
     while open_streams:
         try:
@@ -204,6 +221,7 @@ def _run_child(env: dict[str, str], step_limit: float) -> _Run:
         elif tag == "err":
             run.stderr = [*run.stderr[-19:], line.rstrip("\n")]
     code = proc.wait()
+    _close_pipes(proc, pumps)
     if not run.hung:
         run.how = _describe_exit(code)
     return run

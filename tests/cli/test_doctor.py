@@ -27,6 +27,13 @@ def test_healthy_machine_exits_0() -> None:
     assert "No problems found." in result.stdout
 
 
+def test_no_pipe_of_the_discovery_child_is_left_open() -> None:
+    result = run_accelhal("doctor", env={"PYTHONWARNINGS": "error"})  # an unclosed file: "Exception ignored in"
+    assert result.returncode == 0, result.output
+    assert "Exception ignored" not in result.stderr, result.stderr
+    assert "ResourceWarning" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize(
     ("env", "code", "evidence"),
     [
