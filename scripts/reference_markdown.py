@@ -7,7 +7,7 @@
 - ``docs/reference/priorities.md``, between its ``generated`` markers: the built-in backends
   in probing order, from ``accelhal_backends.catalog``, and the range their priorities span.
 - ``docs/reference/cli.md``, between its markers: the ``--help`` of the command and of each
-  subcommand at 80 columns, from the argparse parser.
+  subcommand as it prints in an 80-column terminal, from the argparse parser.
 
 Run it after changing a docstring, a backend's declaration or the command's arguments::
 
@@ -25,6 +25,7 @@ import enum
 import importlib
 import inspect
 import itertools
+import os
 import re
 import sys
 import textwrap
@@ -376,16 +377,23 @@ def priorities_block() -> str:
 
 
 def cli_block() -> str:
-    """The ``--help`` of ``accelhal`` and of each subcommand, at 80 columns."""
+    """The ``--help`` of ``accelhal`` and of each subcommand, as the command prints it in an 80-column terminal.
+
+    argparse wraps at the terminal's width less 2, read from ``COLUMNS`` first: the text is
+    formatted with ``COLUMNS=80``, as it is there.
+    """
     from accelhal.cli import build_parser
 
     def at_80(parser: argparse.ArgumentParser) -> str:
-        class Fixed(parser.formatter_class):  # type: ignore[name-defined,misc]
-            def __init__(self, prog: str) -> None:
-                super().__init__(prog, width=80)
-
-        parser.formatter_class = Fixed
-        return parser.format_help().rstrip()
+        saved = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "80"
+        try:
+            return parser.format_help().rstrip()
+        finally:
+            if saved is None:
+                del os.environ["COLUMNS"]
+            else:
+                os.environ["COLUMNS"] = saved
 
     parser = build_parser()
     out = ["```text", "$ accelhal --help", at_80(parser), "```"]

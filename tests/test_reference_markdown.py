@@ -9,6 +9,7 @@ import pytest
 
 import accelhal
 from accelhal.settings import VARIABLES
+from tests.cli.conftest import run_accelhal
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference"
 
@@ -48,6 +49,17 @@ def generated_pages() -> dict[Path, str]:
 def test_generated_pages_are_what_the_code_says() -> None:
     stale = [path.name for path, text in generated_pages().items() if path.read_text() != text]
     assert not stale, f"{stale} differ from the code: run `python scripts/reference_markdown.py`"
+
+
+def test_cli_page_shows_the_help_the_command_prints_in_an_80_column_terminal() -> None:
+    blocks = re.findall(
+        r"^\$ accelhal ([^\n]*)--help\n(.*?)\n```", (REFERENCE / "cli.md").read_text(), flags=re.M | re.S
+    )
+    assert len(blocks) > 1, "the page shows no --help"
+    for command, text in blocks:
+        result = run_accelhal(*command.split(), "--help", env={"COLUMNS": "80"})
+        assert result.returncode == 0, result.output
+        assert result.stdout.rstrip() == text, f"accelhal {command}--help differs from the page"
 
 
 def test_contract_page_says_what_cpu_memory_figures_are() -> None:
