@@ -103,7 +103,11 @@ def test_the_installed_accelhal_program_shows_the_plugin_and_exits_as_documented
 
 def test_a_wheel_is_built_outside_its_source_and_takes_no_stale_file_from_a_build_directory(tmp_path: Path) -> None:
     source = tmp_path / "acme-accel"
-    shutil.copytree(REPO / "tests" / "data" / "acme-accel", source, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO / "tests" / "data" / "acme-accel",
+        source,
+        ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"),
+    )
     stale = source / "build" / "lib" / "acme_accel" / "removed_since.py"  # what an earlier build left behind
     stale.parent.mkdir(parents=True)
     stale.write_text("")

@@ -85,9 +85,12 @@ def pipe_head_left() -> Iterator[str]:
     ids=" ".join,
 )
 def test_every_command_exits_with_its_own_status_when_its_reader_has_gone(args: list[str]) -> None:
-    """Each exits 0 here with its output read (test_commands.py, test_check.py, test_exit_codes.py)."""
+    """Each exits as it does with its output read: 0 here (test_commands.py, test_check.py, test_exit_codes.py),
+    but ``ray-resources`` 2 where Ray is not installed (the core suite)."""
+    read = run_accelhal(*args) if args == ["ray-resources"] else None
     with pipe_head_left() as path:
         result = run_accelhal(*args, code=CLOSED, code_after_torch=True, env={"CLOSED_PIPE": path})
-    assert result.returncode == 0, result.output
-    assert result.stdout == ""
-    assert_quiet(result)
+    assert result.returncode == (0 if read is None else read.returncode), result.output
+    if result.returncode == 0:
+        assert result.stdout == ""
+        assert_quiet(result)
