@@ -30,7 +30,7 @@ from accelhal.vendor_output import stdout_to_stderr
 
 if TYPE_CHECKING:
     from accelhal.contract import Accelerator
-    from accelhal.errors import BackendUnavailableError, PluginError
+    from accelhal.errors import AccelhalError, BackendUnavailableError, PluginError
     from accelhal.report import DetectionReport
 
     _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
@@ -426,11 +426,7 @@ def _decide_forced(
         registration = resolve_generic(reg, requested_by)
         alias, name = name, registration.spec.name
     if registration is None:
-        blocked = [p for p in reg.plugins if p.name == name and p.state != "loaded"]
-        hint = f"its plugin is not loaded: {blocked[0].detail}" if blocked else ""
-        from accelhal.errors import UnknownBackendError
-
-        raise UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
+        raise unregistered_error(reg, name, requested_by)
     requested = _by_name(requested_by, alias) if alias else requested_by
     record = _run_probe(registration)
     probed.append(record)
@@ -462,6 +458,31 @@ def _decide_forced(
         visible_devices_envs=_visible_devices_envs(reg),
     )
     return decision, instance
+
+
+def unregistered_error(reg: plugins.Registry, name: str, requested_by: str) -> AccelhalError:
+    """The error for asking for ``name``, which no registered backend has (``requested_by`` asked).
+
+    :class:`~accelhal.BackendUnavailableError` where the plugin that would provide it (whose entry
+    point or distribution is called ``name``) failed to load: its error cut to 160 characters,
+    ``accelhal doctor`` has the whole. Else :class:`~accelhal.UnknownBackendError`, with the
+    known names and why a plugin of that name was held back, if one was.
+    """
+    plugin = next((p for p in reg.plugins if name in (p.name, p.distribution.lower()) and p.state != "loaded"), None)
+    if plugin is not None and plugin.state == "failed":
+        from accelhal.errors import BackendUnavailableError
+
+        return BackendUnavailableError(
+            name,
+            f"the plugin that would provide it, {plugin.name!r} ({plugin.source}), failed to load: "
+            f"{shorten(plugin.detail, 160)}",
+            hint="'accelhal doctor' shows its whole error and how to fix it",
+            requested_by=requested_by,
+        )
+    from accelhal.errors import UnknownBackendError
+
+    hint = f"its plugin is not loaded: {plugin.detail}" if plugin is not None else ""
+    return UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
 
 
 @_record.record(frozen=True)

@@ -135,6 +135,24 @@ def test_forced_backend_with_missing_members_is_an_error_not_a_fallback(
         accelhal.get_accelerator()
 
 
+def test_forcing_the_backend_of_a_plugin_that_failed_to_load_says_so_with_its_error_cut(
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = "libacme.so: cannot open shared object file: " + "searched " * 80
+    install_distribution("acme-broken", {"acme_broken": f"raise ImportError({error!r})"}, {"acmebroken": "acme_broken"})
+    monkeypatch.setenv("ACCELHAL_ACCELERATOR", "acmebroken")
+    with pytest.raises(accelhal.BackendUnavailableError) as caught:
+        accelhal.get_accelerator()
+    message = str(caught.value)
+    assert message.startswith(
+        "accelerator 'acmebroken' (requested by ACCELHAL_ACCELERATOR) is not available: the plugin that would "
+        "provide it, 'acmebroken' (acme-broken 1.0), failed to load: ImportError: libacme.so: cannot open shared "
+    )
+    assert "more characters)." in message and len(message) < 450, message  # the whole error: 900
+    assert message.endswith(" Hint: 'accelhal doctor' shows its whole error and how to fix it.")
+    assert "unknown" not in message
+
+
 def test_lazy_class_reference_that_does_not_import_is_skipped(install_distribution: InstallDistribution) -> None:
     source = backend_plugin("acmelazy", priority=990).replace(
         "accelerator=AcmelazyAccelerator", "accelerator='acme_missing_module:Accel'"

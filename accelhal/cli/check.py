@@ -130,8 +130,8 @@ def resolve_backend(name: str | None) -> str:
     no backend has that name, is the backend of the device ``torch.accelerator`` reports,
     resolved as selection resolves it (or its error, saying why none is left to it).
     """
-    from accelhal.errors import BackendUnavailableError, UnknownBackendError
-    from accelhal.selection import GENERIC_ALIAS, get_accelerator, registry, resolve_generic
+    from accelhal.errors import BackendUnavailableError
+    from accelhal.selection import GENERIC_ALIAS, get_accelerator, registry, resolve_generic, unregistered_error
     from accelhal.testing.switching import use_accelerator
 
     if name is None:
@@ -141,9 +141,8 @@ def resolve_backend(name: str | None) -> str:
         reg.load_deferred()  # a plugin not imported under a forced backend may provide it
     if name not in reg.backends and name == GENERIC_ALIAS:
         name, requested_by = resolve_generic(reg, requested_by).spec.name, f"{requested_by} {GENERIC_ALIAS}"
-    known = reg.names()
-    if name not in known:
-        raise UnknownBackendError(name, known, variable=requested_by)
+    if name not in reg.backends:
+        raise unregistered_error(reg, name, requested_by)
     try:
         with use_accelerator(name):  # constructs it (or raises why it cannot), then restores the selection
             pass

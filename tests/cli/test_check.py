@@ -87,6 +87,17 @@ def test_check_unknown_backend_is_a_user_mistake(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_check_of_a_backend_whose_plugin_failed_to_load_says_so(staged_path: str) -> None:
+    result = run_accelhal("check", "staged_broken", env={"PYTHONPATH": staged_path})
+    assert result.returncode == 2 and "Traceback" not in result.output, result.output
+    said = " ".join(result.stderr.split())
+    assert (
+        "accelerator 'staged_broken' (requested by accelhal check) is not available: the plugin that would provide "
+        "it, 'staged_broken' (staged-broken 1.0), failed to load: ImportError: staged: this plugin cannot be imported"
+    ) in said
+    assert "unknown" not in said
+
+
 def test_check_generic_without_an_accelerator_says_why_as_selection_does() -> None:
     said = (
         "accelerator 'generic' (requested by accelhal check) is not available: no device torch.accelerator "
