@@ -23,6 +23,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,10 @@ def side_by_side(ours: dict[str, object], theirs: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
-def assert_same_training(ours: dict[str, object], theirs: dict[str, object], runs: tuple[str, ...]) -> None:
+def assert_same_training(
+    ours: dict[str, object], theirs: dict[str, object], runs: tuple[str, ...], *, exact: bool = False
+) -> None:
+    """The same losses, parameters and partitions: to the bit with ``exact``, else within a relative 1e-6."""
     import torch
 
     assert ours["accelerator_class"] == "AccelhalDeepSpeedAccelerator"
@@ -74,13 +78,19 @@ def assert_same_training(ours: dict[str, object], theirs: dict[str, object], run
             where = f"run {spec}, rank {rank}"
             x = torch.tensor(a["losses"], dtype=torch.float64)
             y = torch.tensor(b["losses"], dtype=torch.float64)
-            assert torch.allclose(x, y, rtol=1e-6, atol=0.0), f"{where}: {x.tolist()} vs DeepSpeed's {y.tolist()}"
+            assert _same(x, y, exact), f"{where}: {x.tolist()} vs DeepSpeed's {y.tolist()}"
             assert x[-1] < x[0], f"{where}: the loss did not go down: {x.tolist()}"
-            assert a["checksum"] == pytest.approx(b["checksum"], rel=1e-6), where
+            assert a["checksum"] == (b["checksum"] if exact else pytest.approx(b["checksum"], rel=1e-6)), where
             assert a["partition_numel"] == b["partition_numel"] and a["full_numel"] == b["full_numel"], where
             if "resumed" in a:
                 x, y = (torch.tensor(r["resumed"]["reloaded"], dtype=torch.float64) for r in (a, b))
-                assert torch.allclose(x, y, rtol=1e-6, atol=0.0), f"{where}, reloaded: {x.tolist()} vs {y.tolist()}"
+                assert _same(x, y, exact), f"{where}, reloaded: {x.tolist()} vs {y.tolist()}"
+
+
+def _same(x: Any, y: Any, exact: bool) -> bool:
+    import torch
+
+    return bool(torch.equal(x, y) if exact else torch.allclose(x, y, rtol=1e-6, atol=0.0))
 
 
 def assert_zero3_and_offload(report: dict[str, object], ops_cache: Path) -> None:
@@ -110,12 +120,19 @@ def compare(backend: str, world_size: int, extra: tuple[str, ...], ops_cache: Pa
 
     DeepSpeed's own run JIT-loads ``cpu_adam`` from the tree accelhal built (see the module's text).
     """
+    # LOCAL_SIZE: DeepSpeed 0.15's CPU_Accelerator.device_count() runs numactl without it; both sides get it
+    size = {"LOCAL_SIZE": str(world_size)}
     ours = train(
-        "accelhal", world_size=world_size, extra=extra, ACCELHAL_ACCELERATOR=backend, ACCELHAL_OPS_CACHE=str(ops_cache)
+        "accelhal",
+        world_size=world_size,
+        extra=extra,
+        ACCELHAL_ACCELERATOR=backend,
+        ACCELHAL_OPS_CACHE=str(ops_cache),
+        **size,
     )
     built = {r["cpu_adam"]["op_file"] for ranks in ours["runs"].values() for r in ranks if r["cpu_adam"]}  # type: ignore[attr-defined]
     tree = {"TORCH_EXTENSIONS_DIR": str(Path(built.pop()).parents[1])} if built else {}
-    theirs = train("deepspeed", world_size=world_size, extra=extra, DS_ACCELERATOR=backend, **tree)
+    theirs = train("deepspeed", world_size=world_size, extra=extra, DS_ACCELERATOR=backend, **tree, **size)
     print("\n" + side_by_side(ours, theirs))
     return ours, theirs
 
