@@ -27,7 +27,7 @@ def test_range_admits(version: str) -> None:
     assert RANGE.check(version) == version
 
 
-@pytest.mark.parametrize("version", ["0.14.5", "0.15.0rc1", "0.20.0", "1.0.0"])
+@pytest.mark.parametrize("version", ["0.14.5", "0.15.0rc1", "0.20.0", "0.20.0rc1", "0.20.0.dev3", "1.0.0"])
 def test_range_refuses_with_the_range_named(version: str) -> None:
     with pytest.raises(UnsupportedReleaseError) as caught:
         RANGE.check(version)

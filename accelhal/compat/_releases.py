@@ -58,8 +58,9 @@ class ReleaseRange:
         return f">={self.floor},<{self.below}"
 
     def admits(self, version: str) -> bool:
-        """Whether ``version`` lies in the range."""
-        return release_key(self.floor) <= release_key(version) < release_key(self.below)
+        """Whether ``version`` lies in the range (a pre-release of :attr:`below`, ``"0.20.0rc1"``, does not)."""
+        key = release_key(version)
+        return release_key(self.floor) <= key and key[0] < release_key(self.below)[0]
 
     def installed(self) -> str:
         """The installed release of :attr:`distribution` (:class:`importlib.metadata.PackageNotFoundError` if none)."""
