@@ -84,6 +84,13 @@ def probe_device_module(package: str, module: str, hint: str, count: str = "devi
     return Verdict.available(f"{devices} device(s) visible to {module}")
 
 
+GENERIC_OLDEST_TORCH = "2.10"
+"""The oldest torch whose ``torch.accelerator`` has every function the generic backend calls
+(``accelhal_backends.generic.TORCH_ACCELERATOR_CALLS``): ``torch.accelerator`` arrived in 2.6, the last
+of them in 2.10. The generic backend's verdict names it where one is missing, selection where torch has
+no ``torch.accelerator`` at all."""
+
+
 def torch_accelerator_type() -> str | None:
     """The device type ``torch.accelerator.current_accelerator()`` reports, or ``None``; creates no device context.
 

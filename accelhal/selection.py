@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from accelhal.report import DetectionReport
 
     _T = TypeVar("_T")  # a type variable of annotations only: creating it costs the first call
-    _GenericGap = Literal["ambiguous", "blocked", "plugin-failed", "torch", "no-accelerator", "claimed", "undiscovered"]
+    _GenericGap = Literal[
+        "ambiguous", "blocked", "plugin-failed", "torch", "old-torch", "no-accelerator", "claimed", "undiscovered"
+    ]
     """Why :data:`GENERIC_ALIAS` stands for no backend (:attr:`NoGenericBackend.cause`)."""
 
 logger = logging.getLogger("accelhal")
@@ -491,7 +493,8 @@ class NoGenericBackend:
 
     cause: _GenericGap
     """``ambiguous`` (several generic backends), ``blocked`` or ``plugin-failed`` (the generic plugin is
-    not loaded), ``torch`` (torch cannot load), ``no-accelerator``, ``claimed`` (another backend serves
+    not loaded), ``torch`` (torch cannot load), ``old-torch`` (it has no ``torch.accelerator``: older than
+    2.6, and the generic backend needs 2.10), ``no-accelerator``, ``claimed`` (another backend serves
     torch's accelerator) or ``undiscovered`` (torch reports it now, not when the plugins were discovered)."""
     reason: str
     hint: str | None = None
@@ -515,7 +518,9 @@ def generic_backend(reg: plugins.Registry, requested_by: str) -> Registration | 
             f"{_force(requested_by)} one by its name ({_by_name(requested_by, names[0])})",
         )
     cause, why, hint = _no_generic_backend(reg, requested_by)
-    return NoGenericBackend(cause, f"no device torch.accelerator reports is left to the generic backend: {why}", hint)
+    if cause != "old-torch":
+        why = f"no device torch.accelerator reports is left to the generic backend: {why}"
+    return NoGenericBackend(cause, why, hint)
 
 
 def resolve_generic(reg: plugins.Registry, requested_by: str) -> Registration:
@@ -562,8 +567,18 @@ def _no_generic_backend(reg: plugins.Registry, requested_by: str) -> tuple[_Gene
         diagnosis = _torch_diagnosis()
         assert diagnosis is not None and diagnosis.reason is not None
         return "torch", diagnosis.reason, diagnosis.hint
-    from accelhal.probing import torch_accelerator_type
+    import torch
 
+    from accelhal.probing import GENERIC_OLDEST_TORCH, torch_accelerator_type
+
+    if not hasattr(torch, "accelerator"):  # torch older than 2.6
+        return (
+            "old-torch",
+            f"the generic backend needs torch {GENERIC_OLDEST_TORCH} or later, and this torch {torch.__version__} "
+            "is too old: it has no torch.accelerator",
+            f"upgrade torch to {GENERIC_OLDEST_TORCH} or later, or {_force(requested_by)} the device's named backend "
+            "('accelhal list' lists them)",
+        )
     device_type = torch_accelerator_type()
     if device_type is None or device_type == "cpu":
         return (

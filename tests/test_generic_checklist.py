@@ -15,6 +15,7 @@ from accelhal.testing.isolated import CONTEXT_QUERY
 from accelhal_backends import generic
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
+from tests.torch_features import VERSION, lacks_torch_accelerator, needs_torch_accelerator
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "backends.md"
@@ -97,16 +98,30 @@ def test_the_torch_accelerator_table_is_what_the_code_calls() -> None:
     assert sorted(listed) == sorted(generic.TORCH_ACCELERATOR_CALLS)
 
 
-def test_generic_without_a_device_torch_reports_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+NO_DEVICE = (
+    "no device torch.accelerator reports is left to the generic backend: torch reports no accelerator "
+    "(torch.accelerator.current_accelerator() is None). Hint: Install the device's torch package (torch's device "
+    "autoload imports it) or import it before selecting."
+)
+TOO_OLD = (
+    f"the generic backend needs torch 2.10 or later, and this torch {VERSION} is too old: it has no "
+    "torch.accelerator. Hint: Upgrade torch to 2.10 or later, or force the device's named backend ('accelhal list' "
+    "lists them)."
+)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        pytest.param(NO_DEVICE, marks=needs_torch_accelerator, id="no-device"),
+        pytest.param(TOO_OLD, marks=lacks_torch_accelerator, id="torch-too-old"),  # torch 2.4.1 (the core suite's)
+    ],
+)
+def test_generic_without_a_device_torch_reports_says_why(monkeypatch: pytest.MonkeyPatch, reason: str) -> None:
     monkeypatch.setenv("ACCELHAL_ACCELERATOR", "generic")
     with pytest.raises(accelhal.BackendUnavailableError) as raised:
         accelhal.get_accelerator()
-    assert str(raised.value) == (
-        "accelerator 'generic' (requested by ACCELHAL_ACCELERATOR) is not available: no device torch.accelerator "
-        "reports is left to the generic backend: torch reports no accelerator "
-        "(torch.accelerator.current_accelerator() is None). Hint: Install the device's torch package (torch's device "
-        "autoload imports it) or import it before selecting."
-    )
+    assert str(raised.value) == f"accelerator 'generic' (requested by ACCELHAL_ACCELERATOR) is not available: {reason}"
     report = accelhal.detect()
     assert (report.chosen, report.rule) == (None, "error")
 

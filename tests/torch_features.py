@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accelhal_backends.generic import OLDEST_TORCH as GENERIC_OLDEST_TORCH
+from accelhal.probing import GENERIC_OLDEST_TORCH
 
 VERSION = torch.__version__
 
@@ -27,6 +27,9 @@ needs_device_autoload = _needs(
     "2.5",
 )
 needs_torch_accelerator = _needs(hasattr(torch, "accelerator"), "torch.accelerator", "2.6")
+lacks_torch_accelerator = pytest.mark.skipif(
+    hasattr(torch, "accelerator"), reason=f"torch {VERSION} has torch.accelerator (the test is of a torch before 2.6)"
+)
 needs_accelerator_memory_info = _needs(
     hasattr(getattr(torch, "accelerator", None), "get_memory_info"),
     "torch.accelerator.get_memory_info and get_device_capability",

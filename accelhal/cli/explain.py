@@ -11,7 +11,7 @@ selection failed (whichever backend is explained), else 0.
 (:func:`accelhal.selection.generic_backend`): the backend of the device ``torch.accelerator``
 reports is explained, its summary saying that ``generic`` stands for it; where none is left
 to the generic backend, the outcome and summary say why (no accelerator: no device; another
-backend serves it: replaced; the plugin blocked or failed; torch cannot load: broken;
+backend serves it: replaced; the plugin blocked or failed; torch cannot load, or is too old: broken;
 several generic backends: ambiguous).
 """
 
@@ -53,6 +53,7 @@ _GENERIC_OUTCOMES: dict[str, Outcome] = {
     "blocked": Outcome.BLOCKED,
     "plugin-failed": Outcome.PLUGIN_FAILED,
     "torch": Outcome.BROKEN,
+    "old-torch": Outcome.BROKEN,
     "no-accelerator": Outcome.NO_DEVICE,
     "claimed": Outcome.REPLACED,
     "undiscovered": Outcome.NOT_PROBED,

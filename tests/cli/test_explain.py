@@ -8,6 +8,7 @@ import pytest
 
 from tests.cli.conftest import run_accelhal
 from tests.privateuse1.child import write_autoload_distribution
+from tests.torch_features import VERSION, lacks_torch_accelerator, needs_torch_accelerator
 
 CASES = {
     "staged_missing": ("not-installed", "accelhal_no_such_module"),
@@ -81,6 +82,7 @@ NO_GENERIC = (
 """Selection's reason for ``ACCELHAL_ACCELERATOR=generic`` on a machine without an accelerator (this one)."""
 
 
+@needs_torch_accelerator  # before 2.6: too old (the test below)
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_generic_without_an_accelerator_says_why_as_selection_does(as_json: bool) -> None:
     result = run_accelhal("explain", " Generic", *(["--json"] if as_json else []))
@@ -101,6 +103,17 @@ def test_generic_without_an_accelerator_says_why_as_selection_does(as_json: bool
         assert "hint: Install the device's torch package" in text and "Traceback" not in result.output
     selection = run_accelhal("explain", "--json", env={"ACCELHAL_ACCELERATOR": "generic"}).json()
     assert NO_GENERIC in selection["summary"]  # the same words as selection's error
+
+
+@lacks_torch_accelerator
+def test_generic_on_a_torch_without_torch_accelerator_says_it_is_too_old() -> None:
+    data = run_accelhal("explain", "generic", "--json").json()
+    assert (data["outcome"], data["alias"]) == ("broken", "generic")
+    assert data["summary"] == (
+        f"the generic backend needs torch 2.10 or later, and this torch {VERSION} is too old: it has no "
+        "torch.accelerator."
+    )
+    assert data["hint"].startswith("upgrade torch to 2.10 or later, or ask for the device's named backend")
 
 
 def test_generic_with_its_plugin_blocked_says_so() -> None:

@@ -25,14 +25,11 @@ from collections.abc import Callable
 from accelhal import torch_import
 from accelhal.entry_points import find as find_entry_points
 from accelhal.hookspecs import hookimpl
-from accelhal.probing import torch_accelerator_type
+from accelhal.probing import GENERIC_OLDEST_TORCH, torch_accelerator_type
 from accelhal.spec import BackendSpec, Verdict
 
 PRIORITY = 150
 """Below every named built-in backend (the lowest is xla, 200) and above cpu (100)."""
-
-OLDEST_TORCH = "2.10"
-"""The oldest torch whose ``torch.accelerator`` has every function in :data:`TORCH_ACCELERATOR_CALLS`."""
 
 TORCH_ACCELERATOR_CALLS = (
     "current_device_index",
@@ -96,9 +93,9 @@ def probe(device_type: str) -> Verdict:
     if missing:
         return Verdict.broken(
             f"torch {torch.__version__}'s torch.accelerator has no {', '.join(missing)}, which the generic backend "
-            f"calls (torch >= {OLDEST_TORCH} has them)",
-            hint=f"upgrade torch to {OLDEST_TORCH} or later, or install the accelhal backend of the {device_type!r} "
-            "device's vendor",
+            f"calls (torch >= {GENERIC_OLDEST_TORCH} has them)",
+            hint=f"upgrade torch to {GENERIC_OLDEST_TORCH} or later, or install the accelhal backend of the "
+            f"{device_type!r} device's vendor",
         )
     try:
         count = int(torch.accelerator.device_count())
