@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from accelhal.compat.deepspeed import as_deepspeed_accelerator
+from accelhal.compat.deepspeed._releases import installed_shape
 from accelhal.errors import UnsupportedFeatureError
+from tests import warm
 from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
 
 pytestmark = [requires_deepspeed, uses_cpu_adam]
@@ -95,6 +97,56 @@ def test_a_disabled_deepspeed_op_is_never_built(ds: Any) -> None:
     builder = as_deepspeed_accelerator(disable_ops=["CPUAdamBuilder"]).create_op_builder("CPUAdamBuilder")
     with pytest.raises(UnsupportedFeatureError, match="CPUAdamBuilder"):
         builder.jit_load()
+
+
+NATIVE_PINNING = """
+import json, sys
+from accelhal.compat.deepspeed import install
+install("cpu")
+import torch
+from deepspeed.accelerator import get_accelerator
+from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+from deepspeed.ops.op_builder import PinMemoryBuilder
+
+ours, theirs = get_accelerator(), CPU_Accelerator()
+tensor = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+made = {"ours": ours.pin_memory(tensor), "theirs": theirs.pin_memory(tensor)}
+made["flat"] = ours.pin_memory(tensor, make_copy=False, match_shape=False)
+made["empty"] = ours.pin_empty(2, 3, dtype=torch.float16)
+report = {
+    "builder": type(PinMemoryBuilder()).__module__,
+    "op_file": sys._deepspeed_pin_memory_op_module.__file__,
+    "values": {k: made[k].tolist() for k in ("ours", "theirs")},
+    "shapes": {k: list(t.shape) for k, t in made.items()},
+    "pinned": {k: [ours.is_pinned(t), theirs.is_pinned(t), getattr(t, "ds_pinned", False)] for k, t in made.items()},
+    "copied": made["ours"].data_ptr() != tensor.data_ptr(),
+    "plain": ours.is_pinned(tensor),
+}
+for t in made.values():
+    ours.unpin_memory(t)
+report["unpinned"] = [ours.is_pinned(t) or theirs.is_pinned(t) for t in made.values()]
+print(json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+def test_native_pinning_builds_deepspeeds_pin_memory_op_through_the_adapter(ds: Any, deepspeed_ops_cache: Path) -> None:
+    """``DS_PIN_MEMORY_BACKEND=native``: DeepSpeed's ``PinMemoryBuilder().load()`` (``super(type(self), self).load``)
+    through the adapter's builder; the op built into accelhal's cache pins as DeepSpeed's own accelerator does."""
+    if "_torch_pin_memory" not in installed_shape().concrete:
+        pytest.skip(f"deepspeed {ds.__version__} has no native pinning (DS_PIN_MEMORY_BACKEND)")
+    env = child_environment(DS_PIN_MEMORY_BACKEND="native", ACCELHAL_OPS_CACHE=str(deepspeed_ops_cache))
+    done = warm.run_code(NATIVE_PINNING, [], env, sys.executable, 600, cwd=REPO)
+    assert done.returncode == 0, done.stderr[-5000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["builder"] == "accelhal.compat.deepspeed._ops"
+    op_file = Path(report["op_file"])
+    assert op_file.is_relative_to(deepspeed_ops_cache) and op_file.name.startswith("pin_memory")
+    expected = [[4.0 * row + col for col in range(4)] for row in range(3)]
+    assert report["values"] == {"ours": expected, "theirs": expected} and report["copied"]
+    assert report["shapes"] == {"ours": [3, 4], "theirs": [3, 4], "flat": [12], "empty": [2, 3]}
+    assert report["pinned"] == {k: [True, True, True] for k in ("ours", "theirs", "flat", "empty")}
+    assert report["plain"] is False and report["unpinned"] == [False] * 4
 
 
 @pytest.mark.slow

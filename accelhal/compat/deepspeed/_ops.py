@@ -169,18 +169,31 @@ class DeepSpeedOp(OpBuilder):
 
 @functools.cache
 def built_by_accelhal(deepspeed_class: type[Any], backend: str) -> type[Any]:
-    """``deepspeed_class`` (one of DeepSpeed's builders) whose ``jit_load`` builds through accelhal's cache."""
+    """``deepspeed_class`` (one of DeepSpeed's builders) whose ``jit_load`` builds through accelhal's cache.
+
+    The class returned is a subclass, and DeepSpeed's ``load()`` may look past the builder's own
+    class with ``super(type(self), self).load()`` (0.19.8's ``PinMemoryBuilder``: DeepSpeed's
+    ``OpBuilder.load`` under a process-wide cache). Between the subclass and ``deepspeed_class``
+    sits a class whose ``load`` is ``super(deepspeed_class, self).load``, so that lookup finds
+    what it finds on DeepSpeed's own class, not ``deepspeed_class.load`` again.
+    """
 
     def jit_load(self: Any, verbose: bool = True) -> ModuleType:
         module = DeepSpeedOp(self, deepspeed_class, backend).jit_load(verbose)
         deepspeed_class._loaded_ops[self.name] = module  # DeepSpeed's load() answers from here next time
         return module
 
+    def load_above(self: Any, verbose: bool = True) -> ModuleType:
+        return super(deepspeed_class, self).load(verbose)  # type: ignore[no-any-return]
+
     jit_load.__doc__ = "Build the op once into accelhal's op cache (keyed, locked) and import it."
+    load_above.__doc__ = f"The ``load`` above DeepSpeed's {deepspeed_class.__qualname__}."
+    above = type(deepspeed_class.__name__, (deepspeed_class,), {"load": load_above, "__module__": __name__})
     namespace = {
         "jit_load": jit_load,
+        "load": deepspeed_class.load,
         "__module__": __name__,
         "__qualname__": deepspeed_class.__qualname__,
         "__doc__": f"DeepSpeed's {deepspeed_class.__qualname__}, built and cached by accelhal.",
     }
-    return type(deepspeed_class.__name__, (deepspeed_class,), namespace)
+    return type(deepspeed_class.__name__, (above,), namespace)
