@@ -6,11 +6,15 @@
 * ``fork``: select the backend (detection), then fork; the child uses the device.
 
 Each prints one JSON object on its last line. The conformance suite
-(:mod:`accelhal.testing.conformance.processes`) runs them in subprocesses.
+(:mod:`accelhal.testing.conformance.processes`) runs them in subprocesses, which inherit its
+environment; like the ``accelhal`` command, they hide torch's warning that numpy is not
+installed (only that one: :data:`accelhal.cli.warnings_filter.TORCH_NUMPY_WARNING`), so that
+``PYTHONWARNINGS=error`` does not make their ``import torch`` fail where the command's own passed.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing
 import sys
@@ -77,8 +81,25 @@ def fork(name: str, tensors: bool) -> dict[str, Any]:
     return result
 
 
+def _hide_torch_numpy_warning() -> None:
+    """Apply the command's one warning filter (:func:`accelhal.cli.warnings_filter.hide_torch_numpy_warning`).
+
+    torch gives that warning only where numpy is not found; elsewhere the command's package is
+    not imported.
+    """
+    try:
+        numpy_found = importlib.util.find_spec("numpy") is not None
+    except (ImportError, ValueError):  # an import hook refusing numpy; a numpy module without a spec
+        numpy_found = False
+    if not numpy_found:
+        from accelhal.cli.warnings_filter import hide_torch_numpy_warning
+
+        hide_torch_numpy_warning()
+
+
 def main(argv: list[str]) -> None:
     """Entry point: ``probe NAME`` or ``fork NAME [tensors]``."""
+    _hide_torch_numpy_warning()
     check, name = argv[0], argv[1]
     result = probe(name) if check == "probe" else fork(name, tensors="tensors" in argv[2:])
     print(json.dumps(result))
