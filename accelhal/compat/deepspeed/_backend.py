@@ -17,7 +17,7 @@ import contextlib
 import importlib
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import torch
@@ -224,10 +224,32 @@ def wrap_deepspeed_class(
         return _wrapped[key]
 
 
-def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -> type[DeepSpeedBackedAccelerator]:
-    from accelhal.compat.deepspeed._releases import SUPPORTED
+def _pin_through_deepspeed(self: DeepSpeedBackedAccelerator, tensor: torch.Tensor) -> torch.Tensor:
+    """accelhal's device hook ``_torch_pin_memory``: DeepSpeed's ``pin_memory(tensor)`` (its ``align_bytes`` form)."""
+    pinned: torch.Tensor = self.deepspeed_accelerator.pin_memory(tensor)
+    return pinned
 
-    SUPPORTED.check()
+
+def _empty_pinned_through_deepspeed(
+    self: DeepSpeedBackedAccelerator, tensor: torch.Tensor, shape: Sequence[int]
+) -> torch.Tensor:
+    """accelhal's device hook ``_torch_empty_pinned``: DeepSpeed's ``pin_memory`` of a fresh buffer."""
+    return _pin_through_deepspeed(self, tensor.new_empty(tuple(shape)))
+
+
+_ALIGNED_PINNING: dict[str, Any] = {
+    "pin_memory": Accelerator.pin_memory,
+    "_torch_pin_memory": _pin_through_deepspeed,
+    "_torch_empty_pinned": _empty_pinned_through_deepspeed,
+}
+"""Where DeepSpeed's ``pin_memory`` is ``(tensor, align_bytes=1)``: accelhal's ``pin_memory(tensor, make_copy,
+match_shape)`` stays accelhal's, and pins through DeepSpeed's ``pin_memory`` as its device hooks."""
+
+
+def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -> type[DeepSpeedBackedAccelerator]:
+    from accelhal.compat.deepspeed._releases import installed_shape
+
+    shape = installed_shape()  # refuses a DeepSpeed outside SUPPORTED
     cls = _load(deepspeed_class) if isinstance(deepspeed_class, str) else deepspeed_class
     base = deepspeed_base()
     if not (isinstance(cls, type) and issubclass(cls, base)):
@@ -244,6 +266,8 @@ def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -
     }
     for attribute in _COPIED_ATTRIBUTES:
         namespace[attribute] = bool(getattr(cls, attribute, getattr(Accelerator, attribute)))
+    if shape.pins_with_align_bytes:
+        namespace.update(_ALIGNED_PINNING)
     return type(f"DeepSpeed_{cls.__name__}", (DeepSpeedBackedAccelerator,), namespace)
 
 

@@ -36,10 +36,19 @@ class DeepSpeedShape:
     written: frozenset[str] = field(default_factory=frozenset)
     """Members the adapter writes itself for this shape (where DeepSpeed's signature is not accelhal's)."""
 
+    @property
+    def pins_with_align_bytes(self) -> bool:
+        """Whether DeepSpeed's ``pin_memory`` is ``(tensor, align_bytes=1)`` (to 0.19.5), not accelhal's signature."""
+        return {**self.abstract, **self.concrete}.get("pin_memory") == ALIGNED_PIN_MEMORY
+
+
+ALIGNED_PIN_MEMORY = "(self, tensor, align_bytes=1)"
+"""DeepSpeed's ``pin_memory`` signature before its pinning dispatch (0.19.6)."""
+
 
 _RANGES = {"range_pop": "(self)", "range_push": "(self, msg)"}
 _DOMAIN_RANGES = {"range_pop": "(self, domain=None)", "range_push": "(self, msg, domain=None, category=None)"}
-_ABSTRACT_PINNING = {"is_pinned": "(self, tensor)", "pin_memory": "(self, tensor, align_bytes=1)"}
+_ABSTRACT_PINNING = {"is_pinned": "(self, tensor)", "pin_memory": ALIGNED_PIN_MEMORY}
 _NVTX = {"supports_nvtx_domain": "False"}
 _TRITON = {**_NVTX, "prefer_triton_grouped_mm": "(self)"}
 _DISPATCH = {
@@ -85,7 +94,7 @@ SHAPES: ShapeTable[DeepSpeedShape] = ShapeTable(
                 {
                     **_TRITON,
                     "_pin_memory": "(self, tensor, align_bytes=1)",
-                    "pin_memory": "(self, tensor, align_bytes=1)",
+                    "pin_memory": ALIGNED_PIN_MEMORY,
                 },
                 own=frozenset({"pin_memory"}),
                 written=frozenset({"_pin_memory"}),
