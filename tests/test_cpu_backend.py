@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
+import os
+import sys
 
 import pytest
 import torch
@@ -11,7 +14,9 @@ import torch
 import accelhal
 from accelhal.contract import Accelerator
 from accelhal.errors import ConfigurationError, UnsupportedFeatureError
+from accelhal_backends.cpu import accelerator as cpu_accelerator
 from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests import warm
 
 
 @pytest.fixture
@@ -227,3 +232,55 @@ def test_bad_arguments_name_the_member_and_the_value() -> None:
     for call in (lambda: cpu.device_name(99), lambda: cpu.memory_allocated(5), lambda: cpu.synchronize(7)):
         with pytest.raises(ValueError, match="out of range: device_count\\(\\) is"):
             call()
+
+
+PEAKS = """
+import gc, json
+import torch
+import accelhal
+
+cpu = accelhal.get_accelerator()
+
+
+def peaks():
+    stats = cpu.memory_stats()
+    return [cpu.max_memory_allocated(), cpu.max_memory_reserved(), stats["allocated_bytes.all.peak"],
+            stats["reserved_bytes.all.peak"]]
+
+
+cpu.reset_peak_memory_stats()
+before = cpu.memory_allocated()
+block = torch.ones(200 * 2**20 // 4)  # 200 MiB, touched, then freed before accelhal is asked again
+del block
+gc.collect()
+after = cpu.memory_allocated()
+covered = peaks()
+cpu.reset_peak_memory_stats()
+print(json.dumps({"before": before, "after": after, "covered": covered, "reset": peaks()}))
+"""
+
+
+@pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK), reason="the kernel's peak cannot be reset here")
+def test_peaks_cover_memory_freed_between_calls_and_drop_after_a_reset() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "DS_ACCELERATOR"))}
+    env["ACCELHAL_ACCELERATOR"] = "cpu"
+    out = warm.run_code(PEAKS, [], env, sys.executable, timeout=120)  # a fresh process: its own peak
+    assert out.returncode == 0, out.stderr[-3000:]
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    mib = 2**20
+    assert found["after"] < found["before"] + 50 * mib, found  # the block is gone before the peaks are read
+    assert all(peak >= found["before"] + 195 * mib for peak in found["covered"]), found
+    assert all(found["after"] - 16 * mib <= peak <= found["after"] + 16 * mib for peak in found["reset"]), found
+
+
+def test_peaks_are_sampled_where_the_kernel_peak_cannot_be_reset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cpu_accelerator, "_CLEAR_REFS", "/")  # not writable: as outside Linux, or in a sandbox
+    cpu = CpuAccelerator()
+    block = torch.ones(64 * 2**20 // 4)
+    cpu.reset_peak_memory_stats()
+    with_block = cpu.memory_allocated()
+    del block
+    gc.collect()
+    assert cpu.max_memory_allocated() == cpu.memory_stats()["allocated_bytes.all.peak"] == with_block
+    cpu.reset_peak_memory_stats()
+    assert cpu.max_memory_allocated() < with_block - 32 * 2**20

@@ -5,8 +5,10 @@ Differences from DeepSpeed's ``CPU_Accelerator``, on purpose:
 * ``current_device()`` is always an ``int`` (DeepSpeed returns the raw ``LOCAL_RANK``
   string); a malformed ``LOCAL_RANK`` raises :class:`~accelhal.ConfigurationError`.
 * ``device()`` is ``torch.device("cpu")``, not ``None``.
-* the figures are ``int`` bytes of the process's resident set; the peaks are the highest
-  value sampled by any memory call since the last reset (as in DeepSpeed).
+* the figures are ``int`` bytes of the process's resident set; on Linux the peaks are the
+  kernel's (``VmHWM``), which sees memory used and freed between two calls; elsewhere, and
+  where ``/proc/self/clear_refs`` cannot be written, they are the highest value sampled by any
+  memory call since the last reset (as in DeepSpeed).
 * ``visible_devices_envs()`` is empty: no variable restricts which CPU a process sees.
 
 As in DeepSpeed, a "device" is a local rank: ``device_count()`` is the launcher's
@@ -32,6 +34,10 @@ if TYPE_CHECKING:
     import psutil
 
 _NODE_DIR = Path("/sys/devices/system/node")
+_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+_RESET_PEAK = b"5"
+"""What written to :data:`_CLEAR_REFS` resets the process's peak resident set size to the current one (Linux 4.0)."""
 
 
 def _first_local_rank() -> tuple[int, str] | None:
@@ -54,6 +60,37 @@ def _first_local_size() -> tuple[int, str] | None:
 
 _local_rank: Callable[[], tuple[int, str] | None] = _first_local_rank
 _local_size: Callable[[], tuple[int, str] | None] = _first_local_size
+
+
+def _kernel_peak() -> int | None:
+    """The process's peak resident set size in bytes (``VmHWM`` of :data:`_STATUS`); None where unreported."""
+    try:
+        fd = os.open(_STATUS, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        status = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    start = status.find(b"VmHWM:")
+    if start < 0:
+        return None
+    return int(status[start + 6 : status.index(b"kB", start)]) * 1024
+
+
+def _reset_kernel_peak() -> bool:
+    """Reset the kernel's peak to the current resident set size; whether :data:`_CLEAR_REFS` took it."""
+    try:
+        fd = os.open(_CLEAR_REFS, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, _RESET_PEAK)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def _numa_nodes_with_cpus() -> int:
@@ -84,7 +121,8 @@ class CpuAccelerator(Accelerator):
         super().__init__()
         self._process: psutil.Process | None = None  # created on first use: psutil stays off the selection path
         self._device_index: int | None = None
-        self._peak_rss = [0]  # a cell, so that the memory calls assign no attribute
+        self._peak_rss = [0]  # cells, so that the memory calls assign no attribute
+        self._kernel_peaks = [True]  # until the kernel's peak cannot be read or reset
         self._numa_nodes: int | None = None
 
     def _check(self, device_index: object, member: str) -> int:
@@ -198,9 +236,13 @@ class CpuAccelerator(Accelerator):
         return int(process.memory_info().rss)
 
     def _peak(self) -> int:
-        current = self._rss()
         peak = self._peak_rss
-        peak[0] = max(peak[0], current)
+        if self._kernel_peaks[0]:
+            found = _kernel_peak()
+            if found is not None:
+                return max(found, peak[0])  # the kernel's count may lag a size just sampled by a few pages
+            self._kernel_peaks[0] = False
+        peak[0] = max(peak[0], self._rss())
         return peak[0]
 
     def memory_allocated(self, device_index: int | None = None) -> int:
@@ -213,7 +255,12 @@ class CpuAccelerator(Accelerator):
         return current
 
     def max_memory_allocated(self, device_index: int | None = None) -> int:
-        """The highest resident set size seen since the last reset."""
+        """The peak resident set size since the last reset (see :meth:`reset_peak_memory_stats`).
+
+        On Linux the kernel's (``VmHWM`` in ``/proc/self/status``), which counts memory
+        allocated and freed between two calls, or a higher size a memory call sampled (the
+        kernel's count may lag by a few pages); elsewhere the highest size a memory call sampled.
+        """
         return self._peak()
 
     def memory_reserved(self, device_index: int | None = None) -> int:
@@ -221,17 +268,25 @@ class CpuAccelerator(Accelerator):
         return self.memory_allocated(device_index)
 
     def max_memory_reserved(self, device_index: int | None = None) -> int:
-        """The highest resident set size seen since the last reset."""
+        """:meth:`max_memory_allocated` (the CPU has no separate allocator reserve)."""
         return self._peak()
 
     def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
-        """Restart peak tracking from the current resident set size."""
+        """Restart the peak from the current resident set size, for the whole process.
+
+        On Linux writes ``5`` to ``/proc/self/clear_refs``, which resets the kernel's peak
+        (``VmHWM``). Where that file cannot be written (not Linux, or a sandbox), the peaks
+        from then on are the highest size sampled by the memory calls, starting with this one:
+        memory allocated and freed between two calls is not seen.
+        """
+        if self._kernel_peaks[0] and not _reset_kernel_peak():
+            self._kernel_peaks[0] = False
         self._peak_rss[0] = self._rss()
 
     def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
-        """Current and peak resident set size, in torch.cuda's key style."""
+        """Current and peak resident set size, in torch.cuda's key style (the peak as :meth:`max_memory_allocated`)."""
         current = self.memory_allocated(device_index)
-        peak = self._peak_rss[0]
+        peak = self._peak()
         return {
             "allocated_bytes.all.current": current,
             "allocated_bytes.all.peak": peak,
