@@ -10,7 +10,8 @@ Scenarios:
 - ``mps``: the simulated mps (``torch.mps.device_count()`` counts one device; this torch has
   no Metal, so no tensor can be made on it), one rank per node as on two Macs: the default
   set-up, its idempotence, the refused ``"cpu:gloo,mps:gloo"``, the collective self-checks on
-  cpu tensors, then a second group with ``"cpu:gloo"``.
+  cpu tensors, ``monitored_barrier`` (torch's refusal, the group's own method, a gloo group),
+  then a second group with ``"cpu:gloo"``.
 - ``by_name``: the simulated mps in a fresh process, ``backend="hostgloo"`` (the name the set-up
   reports) and a ``"type:backend"`` string that names neither mps nor cpu.
 - ``testdev``: the PrivateUse1 test device (real tensors in host memory; torch >= 2.9), two
@@ -28,6 +29,7 @@ import json
 import os
 import sys
 import traceback
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,26 @@ def _checks(device: torch.device, *, ddp: bool) -> dict[str, bool]:
     return {result.name: result.passed for result in results}
 
 
+def _monitored_barrier_refused() -> str:
+    """What torch's ``monitored_barrier`` on the default group raised ('' where it passed)."""
+    try:
+        dist.monitored_barrier(timeout=timedelta(seconds=60))
+    except ValueError as err:
+        return str(err)
+    return ""
+
+
+def _monitored_barrier() -> list[str]:
+    """torch's ``monitored_barrier`` on the default group (its refusal), then the two ways that work."""
+    refused = _monitored_barrier_refused()
+    world = dist.group.WORLD
+    assert world is not None
+    world.monitored_barrier(timedelta(seconds=60), wait_all_ranks=True)  # the group's own, delegated to gloo
+    gloo = dist.new_group(backend="gloo")
+    dist.monitored_barrier(group=gloo, timeout=timedelta(seconds=60), wait_all_ranks=True)
+    return [refused, str(dist.get_backend(gloo))]
+
+
 def mps(rank: int) -> Record:
     import accelhal
     import accelhal.distributed as ahd
@@ -62,13 +84,14 @@ def mps(rank: int) -> Record:
     record["setup"] = [setup.backend, str(dist.get_backend()), str(setup.device), setup.accelerator]
     record["idempotent"] = ahd.init_process_group() is setup and ahd.init_process_group("gloo") is setup
     record["checks"] = _checks(torch.device("cpu"), ddp=False)
+    record["monitored_barrier"] = _monitored_barrier()
     dist.barrier()
     ahd.destroy_process_group()
     os.environ["MASTER_PORT"] = os.environ["SECOND_PORT"]
     host_only = ahd.init_process_group("cpu:gloo")
     total = torch.tensor([rank + 1.0])
     dist.all_reduce(total)
-    record["host_only"] = [host_only.backend, str(dist.get_backend()), total.item()]
+    record["host_only"] = [host_only.backend, str(dist.get_backend()), total.item(), _monitored_barrier_refused()]
     dist.barrier()
     ahd.destroy_process_group()
     return record

@@ -61,7 +61,10 @@ COLLECTIVES = {
     "all_to_all_single": "alltoall_base",
 }
 """The ``ProcessGroup`` methods served (torch.distributed's functions call them; torch 2.4 the ``_base``
-names, later ones the ``_single`` names) and gloo's method for each."""
+names, later ones the ``_single`` names) and gloo's method for each.
+
+``monitored_barrier`` is reached through the group's own method only: torch's function
+refuses every group whose backend is not named ``gloo`` before it calls the group."""
 
 
 def gloo_devices() -> list[str]:
