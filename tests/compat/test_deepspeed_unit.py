@@ -35,14 +35,18 @@ print(json.dumps({"exit": int(code), "accelerator": type(get_accelerator()).__na
 pytestmark = requires_deepspeed
 
 
-def test_deepspeeds_accelerator_test_passes_through_the_adapter(ds: Any, tmp_path: Path) -> None:
+def test_deepspeeds_accelerator_test_passes_through_the_adapter(
+    ds: Any, deepspeed_ops_cache: Path, tmp_path: Path
+) -> None:
+    """From 0.19.6 its native-pinning tests build DeepSpeed's ``pin_memory`` op (into the kept op cache)."""
     release = SUPPORTED.check()
     source = UNIT / f"v{release}" / "test_accelerator.py"
     if not source.is_file():
         pytest.skip(f"DeepSpeed's test_accelerator.py of v{release} is not in {UNIT.relative_to(REPO)}")
     shutil.copy(source, tmp_path / "test_accelerator.py")
     (tmp_path / "pytest.ini").write_text("[pytest]\n")  # DeepSpeed's test alone, not this project's configuration
-    done = warm.run_code(RUN, [], child_environment(), sys.executable, 300, cwd=tmp_path)
+    env = child_environment(ACCELHAL_OPS_CACHE=str(deepspeed_ops_cache))
+    done = warm.run_code(RUN, [], env, sys.executable, 300, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"exit": 0, "accelerator": "AccelhalDeepSpeedAccelerator"}, done.stdout
