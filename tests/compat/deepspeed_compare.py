@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import subprocess
 import sys
 import tempfile
@@ -113,6 +114,35 @@ def assert_zero3_and_offload(report: dict[str, object], ops_cache: Path) -> None
             if offload:
                 assert rank["cpu_adam"]["optimizer"] == "DeepSpeedCPUAdam"
                 assert Path(rank["cpu_adam"]["op_file"]).is_relative_to(ops_cache)
+
+
+def gather_defect_runs(report: dict[str, object]) -> set[str]:
+    """The ZeRO-3 runs of ``report`` with the signature of DeepSpeed's gather defect (``GLOO_ZERO3_GATHER``).
+
+    That is: a loss or checksum that is not finite, ranks whose gathered parameters differ, or a
+    checkpoint that reloads to other losses than the saved engine continued with.
+    """
+    runs = report["runs"]
+    assert isinstance(runs, dict)
+    found = set()
+    for spec, ranks in runs.items():
+        resumed = [rank["resumed"] for rank in ranks if "resumed" in rank]
+        values = [v for rank in ranks for v in (*rank["losses"], rank["checksum"])]
+        values += [v for r in resumed for v in (*r["continued"], *r["reloaded"])]
+        if spec.startswith("3") and (
+            not all(math.isfinite(v) for v in values)
+            or len({rank["checksum"] for rank in ranks}) > 1
+            or any(r["continued"] != r["reloaded"] for r in resumed)
+        ):
+            found.add(spec)
+    return found
+
+
+def without_runs(report: dict[str, object], specs: set[str]) -> dict[str, object]:
+    """``report`` without the runs ``specs``."""
+    runs = report["runs"]
+    assert isinstance(runs, dict)
+    return {**report, "runs": {spec: ranks for spec, ranks in runs.items() if spec not in specs}}
 
 
 def compare(backend: str, world_size: int, extra: tuple[str, ...], ops_cache: Path) -> tuple[dict[str, object], ...]:

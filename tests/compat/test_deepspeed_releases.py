@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from accelhal.compat._releases import ReleaseRange, release_key
-from accelhal.compat.deepspeed._releases import SHAPES, SUPPORTED, DeepSpeedShape
+from accelhal.compat.deepspeed._releases import (
+    DEFECTS,
+    GLOO_ZERO3_GATHER,
+    SHAPES,
+    SUPPORTED,
+    DeepSpeedShape,
+    installed_defects,
+)
 from accelhal.contract import Accelerator
 from accelhal.errors import UnsupportedReleaseError
 from tests import warm
@@ -112,6 +119,18 @@ def test_the_installed_release_is_its_recorded_row(ds: Any) -> None:
     installed = SUPPORTED.check()
     assert installed in RELEASES, f"deepspeed {installed} is not recorded: run scripts/record_deepspeed_shapes.py"
     assert from_class(DeepSpeedAccelerator) == RELEASES[installed]
+
+
+@requires_deepspeed
+def test_the_installed_release_has_the_defects_its_row_declares(ds: Any) -> None:
+    """The gloo ZeRO-3 gather defect: the installed DeepSpeed waits for the last all-gather handle only, or for all."""
+    from deepspeed.runtime.zero.partition_parameters import Init
+
+    source = inspect.getsource(Init._allgather_params_coalesced)
+    waits_for_the_last_only = "launch_handles[-1].wait()" in source
+    assert waits_for_the_last_only != ("for handle in launch_handles" in source), "neither: read DeepSpeed's source"
+    assert (GLOO_ZERO3_GATHER in installed_defects()) == waits_for_the_last_only
+    assert DEFECTS.shape_for("0.19.7") == {GLOO_ZERO3_GATHER} and DEFECTS.shape_for("0.19.8") == frozenset()
 
 
 # ---------------------------------------------------------------- outside the range

@@ -122,3 +122,32 @@ SHAPES: ShapeTable[DeepSpeedShape] = ShapeTable(
 def installed_shape() -> DeepSpeedShape:
     """The shape of the installed DeepSpeed; :class:`~accelhal.UnsupportedReleaseError` outside :data:`SUPPORTED`."""
     return SHAPES.shape_for(SUPPORTED.check())
+
+
+@dataclass(frozen=True)
+class KnownDefect:
+    """A defect of DeepSpeed's own in some releases of the range: its own accelerators show it too."""
+
+    summary: str
+    """What goes wrong, and where."""
+    fixed_by: str
+    """DeepSpeed's change that fixed it (the first release of the row without it has the fix)."""
+
+
+GLOO_ZERO3_GATHER = KnownDefect(
+    "ZeRO-3's coalesced parameter all-gather (Init._allgather_params_coalesced) waits for its last async handle"
+    " only; on gloo (cpu) the others may still be writing, so at world size 2 and more the gathered parameters"
+    " can hold uninitialised memory: inf or nan losses, ranks gathering different values, now and then",
+    "https://github.com/deepspeedai/DeepSpeed/pull/8539",
+)
+
+DEFECTS: ShapeTable[frozenset[KnownDefect]] = ShapeTable(
+    [("0.15.0", frozenset({GLOO_ZERO3_GATHER})), ("0.19.8", frozenset())]
+)
+"""DeepSpeed's known defects, from the first release that has each set (``tests/compat/test_deepspeed_releases.py``
+checks the installed DeepSpeed's source against its row)."""
+
+
+def installed_defects() -> frozenset[KnownDefect]:
+    """The known defects of the installed DeepSpeed; :class:`~accelhal.UnsupportedReleaseError` outside the range."""
+    return DEFECTS.shape_for(SUPPORTED.check())
