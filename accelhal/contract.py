@@ -215,7 +215,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
     def device_name(self, device_index: int | None = None) -> str:
         """The device string: ``"cuda"`` for ``None``, ``"cuda:1"`` for ``1``.
 
-        >>> acc.device_name(), acc.device_name(0)   # on a cuda machine
+        >>> acc.device_name(), acc.device_name(0)  # on a cuda machine
         ('cuda', 'cuda:0')
         """
         if device_index is None:

@@ -30,6 +30,13 @@ needs_torch_accelerator = _needs(hasattr(torch, "accelerator"), "torch.accelerat
 lacks_torch_accelerator = pytest.mark.skipif(
     hasattr(torch, "accelerator"), reason=f"torch {VERSION} has torch.accelerator (the test is of a torch before 2.6)"
 )
+reports_no_accelerator = pytest.mark.skipif(
+    not hasattr(torch, "accelerator") or not CPU_ONLY_BUILD,
+    reason=f"torch {VERSION} reports an accelerator without a device, or has no torch.accelerator: a CUDA build "
+    "reports 'cuda' (the generic backend then finds it served by the cuda backend: explain's 'replaced', tested on "
+    "the test device renamed 'npu')",
+)
+"""For a test of a torch that names no accelerator on this GPU-less machine: the CPU build from 2.6."""
 needs_accelerator_memory_info = _needs(
     hasattr(getattr(torch, "accelerator", None), "get_memory_info"),
     "torch.accelerator.get_memory_info and get_device_capability",

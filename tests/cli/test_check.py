@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from tests.cli.conftest import Result, run_accelhal
-from tests.torch_features import needs_torch_accelerator
+from tests.torch_features import reports_no_accelerator
 
 SUITE = """
 import pytest
@@ -99,7 +99,7 @@ def test_check_of_a_backend_whose_plugin_failed_to_load_says_so(staged_path: str
     assert "unknown" not in said
 
 
-@needs_torch_accelerator  # before 2.6: too old, as selection says (tests/test_generic_checklist.py)
+@reports_no_accelerator  # before 2.6: too old, as selection says (tests/test_generic_checklist.py)
 def test_check_generic_without_an_accelerator_says_why_as_selection_does() -> None:
     said = (
         "accelerator 'generic' (requested by accelhal check) is not available: no device torch.accelerator "
