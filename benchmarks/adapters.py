@@ -5,13 +5,13 @@ both paths are built and timed side by side:
 
 * ``lightning``: a ``Trainer.fit`` of ``STEPS`` steps with ``accelerator="accelhal"`` (after
   :func:`accelhal.compat.lightning.register`) against Lightning's own accelerator for the device
-  (``"cpu"``, ``"cuda"``); a fresh Trainer per block; the blocks' batch times are summed by a callback
+  (``"cpu"``, ``"cuda"``); a fresh Trainer per block; a callback times each batch
   (``on_train_batch_start`` to ``on_train_batch_end``: forward, backward, optimizer step).
 * ``accelerate``: Accelerate's loop (``prepare``, forward, ``accelerator.backward``, step) after
   :func:`accelhal.compat.accelerate.install` against ``Accelerator()`` on its own (``cpu=True`` on the
   host); each block prepares afresh (install and uninstall untimed) and times its steps.
 * ``trainer``: transformers' ``Trainer`` on a small Llama built from a config, likewise (``use_cpu`` on
-  the host); a callback sums ``on_step_begin`` to ``on_step_end``.
+  the host); a callback times ``on_step_begin`` to ``on_step_end``.
 * ``deepspeed``: a ZeRO-2 step (forward, ``engine.backward``, ``engine.step``) of one engine, built
   once under DeepSpeed's own accelerator for the device; before each block DeepSpeed's process-wide
   accelerator (what every ``get_accelerator()`` in the step returns) is set to the block's: DeepSpeed's
@@ -19,9 +19,11 @@ both paths are built and timed side by side:
   two paths share every tensor and allocation and differ only in the accelerator DeepSpeed calls.
 
 Method: blocks alternate between the two paths in a rotated order (own, accelhal, accelhal, own,
-...), after an untimed warm-up block each, with the garbage collector paused during a block and the
-device synchronised around it; the figure is the median of the paired per-round ratios
-accelhal / own with its distribution-free 95% interval (:meth:`benchmarks.method.Sample.median_ci`).
+...), after an untimed warm-up block each, with the garbage collector paused during a block. Each
+step is timed alone, the device synchronised around it, and a block's figure is its median step (a
+stall of the host hits one step, not the block: with sums of 50 steps, the ratio's 95% interval was
+up to 19% wide on an H100). The figure is the median of the paired per-round ratios accelhal / own,
+with its distribution-free 95% interval (:meth:`benchmarks.method.Sample.median_ci`).
 Pairing inside one process is what makes the figure mean something: between processes the same
 path's step time varies by more than the target.
 """
@@ -33,6 +35,7 @@ import dataclasses
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,7 +58,7 @@ GPU_SHAPE = (2048, 6, 512)
 
 
 Block = Callable[[], float]
-"""Runs one block of :data:`STEPS` steps; returns the seconds its steps took."""
+"""Runs one block of :data:`STEPS` steps; returns the median seconds of its steps."""
 
 
 def _shape() -> tuple[int, int, int]:
@@ -91,7 +94,7 @@ def _batches(count: int = 4) -> list[tuple[Any, Any]]:
 
 
 class _Clock:
-    """Sums the seconds between ``start()`` and ``stop()`` calls, the device synchronised at both.
+    """Times each interval between ``start()`` and ``stop()``, the device synchronised at both.
 
     On cuda, wall time; on the host, the process's CPU time (on a shared machine, time spent waiting
     for a core is not the step's cost; the child runs torch on one thread there).
@@ -100,7 +103,7 @@ class _Clock:
     def __init__(self) -> None:
         import torch
 
-        self.seconds = 0.0
+        self.laps: list[float] = []
         self._since = 0.0
         self._now = time.perf_counter if torch.cuda.is_available() else time.process_time
 
@@ -110,17 +113,22 @@ class _Clock:
 
     def stop(self) -> None:
         _synchronize()
-        self.seconds += self._now() - self._since
+        self.laps.append(self._now() - self._since)
+
+    @property
+    def step_seconds(self) -> float:
+        """The median step: a block's figure, robust to a stall of the host that hits one step of a block."""
+        return statistics.median(self.laps)
 
 
 def timed_steps(step: Callable[[int], object]) -> float:
-    """Seconds (:class:`_Clock`'s) that :data:`STEPS` calls ``step(index)`` take."""
+    """The median seconds (:class:`_Clock`'s) of :data:`STEPS` calls ``step(index)``, each timed alone."""
     clock = _Clock()
-    clock.start()
     for index in range(STEPS):
+        clock.start()
         step(index)
-    clock.stop()
-    return clock.seconds
+        clock.stop()
+    return clock.step_seconds
 
 
 def alternate(blocks: Mapping[str, Block], rounds: int) -> dict[str, Sample]:
@@ -192,7 +200,7 @@ def lightning_blocks() -> dict[str, Block]:
             callbacks=[timing],
         )
         trainer.fit(Model(), loader)
-        return timing.clock.seconds
+        return timing.clock.step_seconds
 
     import logging
 
@@ -283,7 +291,7 @@ def trainer_blocks() -> dict[str, Block]:
             )
             trainer.remove_callback(transformers.trainer_callback.PrinterCallback)  # its end-of-training line
             trainer.train()
-        return timing.clock.seconds
+        return timing.clock.step_seconds
 
     transformers.logging.set_verbosity_error()
     return {"own": lambda: train(False), "accelhal": lambda: train(True)}
@@ -388,8 +396,8 @@ def run(method: Method) -> SuiteResult:
         low, high = ratio.median_ci()
         title = TITLES[framework]
         rows += [
-            [f"{title}, own", fmt(own.median / STEPS * 1e3, "ms"), fmt(own.iqr / STEPS * 1e3, "ms"), "per step"],
-            [f"{title}, accelhal", fmt(ours.median / STEPS * 1e3, "ms"), fmt(ours.iqr / STEPS * 1e3, "ms"), "per step"],
+            [f"{title}, own", fmt(own.median * 1e3, "ms"), fmt(own.iqr * 1e3, "ms"), "per step"],
+            [f"{title}, accelhal", fmt(ours.median * 1e3, "ms"), fmt(ours.iqr * 1e3, "ms"), "per step"],
             [f"{title}, accelhal / own", fmt(ratio.median, "x"), f"{low:.3f}x-{high:.3f}x", "95% interval"],
         ]
         note = f"median's 95% interval {low:.3f}x-{high:.3f}x over {len(ratio.values)} paired blocks of {STEPS} steps"
