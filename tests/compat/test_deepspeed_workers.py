@@ -11,11 +11,14 @@ variable nothing of accelhal is imported at start-up.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import sysconfig
+from contextlib import suppress
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
@@ -41,13 +44,44 @@ def hooked_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-def run(python: Path, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python`` (no ``PYTHONPATH``: what it imports comes from its site-packages)."""
-    environment = child_environment(PYTHONPATH="", **env)
-    out = subprocess.run([str(python), *args], capture_output=True, text=True, env=environment, cwd=REPO, timeout=600)
+def run(
+    python: Path, *args: str, check: bool = True, timeout: float = 120, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python`` (no ``PYTHONPATH``: what it imports comes from its site-packages).
+
+    Past ``timeout`` seconds the test fails with the output of every process it started (a
+    launcher's ranks write to its pipes), each Python process's stacks at the end: they run
+    with faulthandler, and get SIGABRT before SIGKILL.
+    """
+    environment = child_environment(PYTHONPATH="", PYTHONFAULTHANDLER="1", **env)
+    command = [str(python), *args]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=REPO
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            stdout, stderr = _end_with_stacks(process)
+            pytest.fail(
+                f"{args} still ran after {timeout:.0f} s; its processes' output:\n{stdout[-3000:]}\n{stderr[-12000:]}"
+            )
+    out = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     if check:
         assert out.returncode == 0, f"{args} failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
     return out
+
+
+def _end_with_stacks(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """SIGABRT to ``process`` and all its descendants (faulthandler prints their stacks), then SIGKILL; its output."""
+    tree = [psutil.Process(process.pid)]
+    with suppress(psutil.Error):
+        tree += tree[0].children(recursive=True)  # torchrun's workers are in sessions of their own
+    for signal_number in (signal.SIGABRT, signal.SIGKILL):
+        for member in tree:
+            with suppress(psutil.Error):
+                member.send_signal(signal_number)
+        psutil.wait_procs(tree, timeout=10)
+    return process.communicate()
 
 
 def report(out: subprocess.CompletedProcess[str]) -> dict[str, object]:
@@ -63,8 +97,9 @@ LOADED_AT_START = (
 
 @pytest.mark.parametrize(("value", "loaded"), [(None, "[]"), ("0", "[]"), ("off", "[]"), ("1", "['accelhal']")])
 def test_start_up_imports_nothing_unless_asked(hooked_python: Path, value: str | None, loaded: str) -> None:
-    env = {} if value is None else {"ACCELHAL_DEEPSPEED": value}
-    assert run(hooked_python, "-c", LOADED_AT_START, **env).stdout.strip() == loaded  # never torch or DeepSpeed
+    code = ("-c", LOADED_AT_START)
+    out = run(hooked_python, *code) if value is None else run(hooked_python, *code, ACCELHAL_DEEPSPEED=value)
+    assert out.stdout.strip() == loaded  # never torch or DeepSpeed
 
 
 def test_the_hook_command_reports_and_removes(hooked_python: Path, tmp_path: Path) -> None:
@@ -98,6 +133,7 @@ def test_torchrun_ranks_and_their_spawned_children_get_the_adapter(
         ACCELHAL_DEEPSPEED_DISABLE_OPS="ShareMemCommBuilder",
         ACCELHAL_ACCELERATOR="cpu",
         ACCELHAL_OPS_CACHE=str(deepspeed_ops_cache),
+        timeout=600,  # a first run compiles DeepSpeed's cpu_adam (minutes on two busy cores)
     )
     result = report(out)
     assert result["rank_accelerator_classes"] == [ADAPTER, ADAPTER]
