@@ -129,7 +129,23 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.slow
+def test_deepspeeds_super_type_self_load_on_an_adapter_builder_finds_deepspeeds_base_load(ds: Any) -> None:
+    """What the build below relies on, without building: DeepSpeed's ``super(type(self), self).load`` on the adapter's
+    builder is the ``load`` above DeepSpeed's own class (it recursed into the builder's own ``load`` before)."""
+    if "_torch_pin_memory" not in installed_shape().concrete:
+        pytest.skip(f"deepspeed {ds.__version__} has no native pinning (DS_PIN_MEMORY_BACKEND)")
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    from accelhal.compat.deepspeed._ops import built_by_accelhal
+
+    theirs = CPU_Accelerator().get_op_builder("PinMemoryBuilder")
+    ours = built_by_accelhal(theirs, "cpu")()
+    assert type(ours).load is theirs.load  # the builder's own load is DeepSpeed's
+    assert super(type(ours), ours).load.__func__ is not theirs.load  # one class up: not DeepSpeed's load again
+    assert type(ours).__mro__[2] is theirs  # that class sits between the builder and DeepSpeed's
+
+
+@pytest.mark.heavy
 def test_native_pinning_builds_deepspeeds_pin_memory_op_through_the_adapter(ds: Any, deepspeed_ops_cache: Path) -> None:
     """``DS_PIN_MEMORY_BACKEND=native``: DeepSpeed's ``PinMemoryBuilder().load()`` (``super(type(self), self).load``)
     through the adapter's builder; the op built into accelhal's cache pins as DeepSpeed's own accelerator does."""
