@@ -380,8 +380,9 @@ def main() -> None:
         # As in deepspeed_train.py: the ranks leave together, and interpreter teardown is skipped,
         # where gloo's transport threads have aborted a rank after its results were printed
         # ("terminate called without an active exception", seen once under load).
+        # The group is not destroyed: torch before 2.8 destroys it holding the GIL while a gloo worker thread
+        # may still need the GIL to free the last collective's tensors (a rank hung so at the floor, torch 2.4.1).
         torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)
