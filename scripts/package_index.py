@@ -23,11 +23,22 @@ def pip(*args: str) -> str:
 
 
 def releases_in_range(supported: ReleaseRange) -> list[str]:
-    """The releases of ``supported.distribution`` on the index from its floor to its newest, oldest first."""
-    listed = pip("index", "versions", supported.distribution)
-    found = re.search(r"Available versions: (.*)", listed)
-    if found is None:
-        raise SystemExit(f"pip index versions printed no versions:\n{listed}")
+    """The releases of ``supported.distribution`` from its floor to its newest, oldest first; yanked ones too.
+
+    ``pip index versions`` leaves yanked releases out (transformers 4.46.0, a floor, which ``==`` still
+    installs); pip lists every release where it finds none matching a requirement. Pre-releases are left out.
+    """
+    asked = f"{supported.distribution}==0a0"
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", asked, "-d", "."],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    match = re.search(r"\(from versions: ([^)]*)\)", done.stderr)
+    if match is None:
+        raise SystemExit(f"pip download {asked} listed no versions:\n{done.stderr}")
     low, high = release_key(supported.floor), release_key(supported.newest)
-    releases = {v.strip() for v in found.group(1).split(",")}
-    return sorted((v for v in releases if low <= release_key(v) <= high), key=lambda v: (release_key(v), v))
+    found = {v.strip() for v in match.group(1).split(",")}
+    wanted = (v for v in found if low <= release_key(v) <= high and release_key(v)[1])
+    return sorted(wanted, key=lambda v: (release_key(v), v))

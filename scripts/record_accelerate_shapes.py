@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -27,7 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from accelhal.compat._releases import ReleaseRange, release_key  # noqa: E402
+from package_index import pip, releases_in_range  # noqa: E402
+
+from accelhal.compat._releases import release_key  # noqa: E402
 from accelhal.compat.accelerate._releases import (  # noqa: E402
     MEMBERS,
     SUPPORTED,
@@ -43,40 +43,11 @@ RANGES = {
 }
 
 
-def _pip(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"pip {' '.join(args)} failed:\n{done.stderr}")
-    return done.stdout
-
-
-def releases_in_range(supported: ReleaseRange) -> list[str]:
-    """The releases on the package index from the floor to the newest, oldest first; yanked ones too, no pre-releases.
-
-    ``pip index versions`` leaves yanked releases out (transformers 4.46.0, the floor, and 4.57.0,
-    which ``==`` still installs); pip lists them all where it finds no release matching a requirement.
-    """
-    asked = f"{supported.distribution}==0a0"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", asked, "-d", "."],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    match = re.search(r"\(from versions: ([^)]*)\)", done.stderr)
-    if match is None:
-        raise SystemExit(f"pip download {asked} listed no versions:\n{done.stderr}")
-    low, high = release_key(supported.floor), release_key(supported.newest)
-    found = [v.strip() for v in match.group(1).split(",")]
-    wanted = (v for v in found if low <= release_key(v) <= high and release_key(v)[1])
-    return sorted(wanted, key=release_key)
-
-
 def wheel(distribution: str, release: str, cache: Path) -> Path:
     """The release's wheel, downloaded into ``cache`` unless it is there."""
     pattern = f"{distribution}-{release}-*.whl"
     if not sorted(cache.glob(pattern)):
-        _pip("download", "--no-deps", "--only-binary", ":all:", f"{distribution}=={release}", "-d", str(cache))
+        pip("download", "--no-deps", "--only-binary", ":all:", f"{distribution}=={release}", "-d", str(cache))
     found = sorted(cache.glob(pattern))
     if not found:
         raise SystemExit(f"pip download left no {pattern} in {cache}")

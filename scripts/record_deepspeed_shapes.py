@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
@@ -25,27 +23,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from package_index import pip, releases_in_range  # noqa: E402
+
 from accelhal.compat._releases import release_key  # noqa: E402
 from accelhal.compat.deepspeed._releases import SUPPORTED  # noqa: E402
 from tests.compat.deepspeed_shapes import DATA, SOURCE, from_source  # noqa: E402
-
-
-def _pip(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise SystemExit(f"pip {' '.join(args)} failed:\n{done.stderr}")
-    return done.stdout
-
-
-def releases_in_range() -> list[str]:
-    """The releases of the distribution on the package index, floor to newest, oldest first."""
-    listed = _pip("index", "versions", SUPPORTED.distribution)
-    match = re.search(r"Available versions: (.*)", listed)
-    if match is None:
-        raise SystemExit(f"pip index versions printed no versions:\n{listed}")
-    low, high = release_key(SUPPORTED.floor), release_key(SUPPORTED.newest)
-    found = [v.strip() for v in match.group(1).split(",")]
-    return sorted((v for v in found if low <= release_key(v) <= high), key=release_key)
 
 
 def sdist(release: str, cache: Path) -> Path:
@@ -53,7 +35,7 @@ def sdist(release: str, cache: Path) -> Path:
     name = SUPPORTED.distribution
     existing = sorted(cache.glob(f"{name}-{release}.tar.gz"))
     if not existing:
-        _pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={release}", "-d", str(cache))
+        pip("download", "--no-deps", "--no-binary", ":all:", f"{name}=={release}", "-d", str(cache))
         existing = sorted(cache.glob(f"{name}-{release}.tar.gz"))
     if not existing:
         raise SystemExit(f"pip download left no {name}-{release}.tar.gz in {cache}")
@@ -78,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "accelhal-shapes" / "deepspeed")
     args = parser.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
-    releases = args.releases or releases_in_range()
+    releases = args.releases or releases_in_range(SUPPORTED)
     data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.is_file() and args.releases else {"releases": {}}
     for release in releases:
         data["releases"][release] = read_release(sdist(release, args.cache))
