@@ -64,7 +64,8 @@ COLLECTIVES = {
 names, later ones the ``_single`` names) and gloo's method for each.
 
 ``monitored_barrier`` is reached through the group's own method only: torch's function
-refuses every group whose backend is not named ``gloo`` before it calls the group."""
+refuses the group before it calls it (a backend not named ``gloo`` before torch 2.15, a group
+without cpu tensors from 2.15)."""
 
 
 def gloo_devices() -> list[str]:
