@@ -7,6 +7,8 @@ multi-GB CUDA build of torch is pulled in; the exceptions: ``xla`` (torch_xla 2.
 
 from __future__ import annotations
 
+import glob
+
 import nox
 
 nox.options.sessions = ["lint", "typecheck", "tests"]
@@ -93,6 +95,55 @@ def adapters(session: nox.Session, end: str) -> None:
     session.install("-e", ".[test-core]", *frameworks)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
     session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+
+
+BETWEEN_ENDS: dict[str, tuple[str, ...]] = {
+    "deepspeed-0.17.6": ("deepspeed==0.17.6",),
+    "deepspeed-0.18.7": ("deepspeed==0.18.7",),
+    "deepspeed-0.19.0": ("deepspeed==0.19.0",),
+    "deepspeed-0.19.4": ("deepspeed==0.19.4",),
+    "deepspeed-0.19.5": ("deepspeed==0.19.5",),
+    "deepspeed-0.19.6": ("deepspeed==0.19.6",),
+    "deepspeed-0.19.7": ("deepspeed==0.19.7",),
+    "lightning-2.5.2": ("lightning==2.5.2", "pytorch_lightning==2.5.2"),
+    "lightning-2.5.6": ("lightning==2.5.6", "pytorch_lightning==2.5.6"),
+    "accelerate-1.13.0": ("accelerate==1.13.0",),
+    "transformers-4.57.0": ("transformers==4.57.0",),
+    "ray-2.41.0": ("ray[train]==2.41.0",),
+    "ray-2.51.0": ("ray[train]==2.51.0",),
+}
+"""Releases between the ends, run as the ends are: the first release of each shape in an adapter's release table
+(``SHAPES``; ``tests/compat/test_release_ranges.py`` checks that none is missing), DeepSpeed 0.17.6 besides, and
+Accelerate 1.13.0 (its host rule changed inside ``_prepare_backend``). Each pins one framework; the others
+stay at the newest end."""
+
+ADAPTER_TESTS = {
+    "deepspeed": "test_deepspeed_*.py",
+    "lightning": "test_lightning*.py",
+    "accelerate": "test_accelerate*.py",
+    "transformers": "test_accelerate*.py",
+    "ray": "test_ray*.py",
+}
+"""The adapter tests that exercise each framework (the Trainer's are Accelerate's)."""
+
+
+@nox.session
+@nox.parametrize("release", list(BETWEEN_ENDS))
+def adapter_release(session: nox.Session, release: str) -> None:
+    """One framework release between the ends of its range, the others at the newest: that adapter's tests.
+
+    ``nox -s "adapter_release(release='deepspeed-0.17.6')"``; ``-- -n 2`` runs on two pytest-xdist workers.
+    Not in CI (each is a venv of its own); docs/support.md records the runs.
+    """
+    pins = BETWEEN_ENDS[release]
+    named = {pin.split("==")[0].split("[")[0] for pin in pins}
+    torch, *newest = ADAPTER_ENDS["newest"]
+    others = [pin for pin in newest if pin.split("==")[0].split("[")[0] not in named]
+    session.install(torch)
+    session.install("-e", ".[test-core]", *others, *pins)
+    session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
+    tests = sorted(glob.glob(f"tests/compat/{ADAPTER_TESTS[release.split('-')[0]]}"))
+    session.run("python", "-m", "pytest", "tests/compat/test_release_ranges.py", *tests, *session.posargs)
 
 
 @nox.session

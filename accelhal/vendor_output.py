@@ -7,7 +7,8 @@ and probe of vendor code: while it runs, file descriptor 1 points at a private f
 Python's ``print`` (through ``sys.stdout``, which is flushed at both ends) and native
 writes (``printf``, ``write(1, ...)``; C stdio is flushed too) land there. On exit the
 descriptor is restored, what was written goes to standard error, and the text is kept
-for the report.
+for the report. Inside the block ``sys.stdout`` is line-buffered, so that the text keeps the
+order in which Python and native code wrote it, with or without ``PYTHONUNBUFFERED``.
 
 Example::
 
@@ -77,6 +78,24 @@ def _flush_all() -> None:
 
 
 @contextlib.contextmanager
+def _line_buffered_stdout() -> Iterator[None]:
+    """Make ``sys.stdout`` flush at each line inside the block, where it can be reconfigured."""
+    stream = sys.stdout
+    was = getattr(stream, "line_buffering", None)
+    try:
+        if was is False:
+            stream.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+    except Exception:  # a replaced sys.stdout may refuse; the order is then the stream's own
+        was = None
+    try:
+        yield
+    finally:
+        if was is False:
+            with contextlib.suppress(Exception):
+                stream.reconfigure(line_buffering=False)  # type: ignore[union-attr]
+
+
+@contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[Captured]:
     """Send what is written to standard output inside the block to standard error, and keep it.
 
@@ -100,7 +119,8 @@ def stdout_to_stderr() -> Iterator[Captured]:
         return
     _depth.value = depth + 1
     try:
-        yield captured
+        with _line_buffered_stdout():
+            yield captured
     finally:
         _depth.value = depth
         _flush_all()

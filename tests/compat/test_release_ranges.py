@@ -1,5 +1,6 @@
 """Each adapter's declared range agrees with the extras in pyproject.toml, the pins of nox's adapter sessions and
-the releases installed here (one of the two ends)."""
+the releases installed here (one of the two ends, or a release nox's ``adapter_release`` pins); every row of an
+adapter's release tables between the ends has a nox session."""
 
 from __future__ import annotations
 
@@ -47,17 +48,27 @@ def requirements(extra: str) -> dict[str, str]:
     return found
 
 
-def nox_pins() -> dict[str, dict[str, str]]:
-    """``ADAPTER_ENDS`` of noxfile.py (read, not run: nox need not be installed): end -> distribution -> release."""
+def nox_pins(table: str = "ADAPTER_ENDS") -> dict[str, dict[str, str]]:
+    """A table of pins in noxfile.py (read, not run: nox need not be installed): key -> distribution -> release."""
     tree = ast.parse((REPO / "noxfile.py").read_text())
     for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "ADAPTER_ENDS":
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == table:
             ends = ast.literal_eval(node.value)  # type: ignore[arg-type]
             return {
                 end: {REQUIREMENT.match(pin).group(1).lower(): pin.split("==")[1] for pin in pins}  # type: ignore[union-attr]
                 for end, pins in ends.items()
             }
-    raise AssertionError("noxfile.py declares no ADAPTER_ENDS")
+    raise AssertionError(f"noxfile.py declares no {table}")
+
+
+SHAPE_TABLES = {
+    "deepspeed": ("accelhal.compat.deepspeed._releases", ("SHAPES", "DEFECTS")),
+    "lightning": ("accelhal.compat.lightning._releases", ("SHAPES",)),
+    "accelerate": ("accelhal.compat.accelerate._releases", ("SHAPES",)),
+    "transformers": ("accelhal.compat.accelerate._releases", ("TRANSFORMERS_SHAPES",)),
+    "ray": ("accelhal.compat.ray._releases", ("SHAPES",)),
+}
+"""Each adapter's release tables: a row's first release is where the adapter's behaviour changes."""
 
 
 EXTRAS = {
@@ -86,9 +97,29 @@ def test_the_test_extra_pins_the_newest(distribution: str) -> None:
     assert requirements("test").get(distribution) == f"=={declared(distribution).newest}"
 
 
+@pytest.mark.parametrize("distribution", sorted(SHAPE_TABLES))
+def test_every_rows_first_release_between_the_ends_has_a_nox_session(distribution: str) -> None:
+    supported, (module, names) = declared(distribution), SHAPE_TABLES[distribution]
+    firsts = {
+        first
+        for name in names
+        for first, _ in getattr(importlib.import_module(module), name).rows
+        if first not in (supported.floor, supported.newest)
+    }
+    sessions = [pins for pins in nox_pins("BETWEEN_ENDS").values() if distribution in pins]
+    between = {pins[distribution] for pins in sessions}
+    assert firsts <= between, f"add to BETWEEN_ENDS in noxfile.py: {sorted(firsts - between)}"
+    assert all(supported.admits(release) for release in between)
+    if distribution == "lightning":  # both packages at one release
+        assert all(pins["pytorch_lightning"] == pins["lightning"] for pins in sessions)
+
+
 @pytest.mark.parametrize("distribution", sorted(RANGES))
-def test_the_installed_release_is_an_end_of_the_range(distribution: str) -> None:
+def test_the_installed_release_is_one_nox_pins(distribution: str) -> None:
     supported = declared(distribution)
     installed = metadata.version(distribution)
     assert supported.check(installed) == installed
-    assert installed.split("+")[0] in (supported.floor, supported.newest), f"{distribution} {installed}"
+    pinned = {supported.floor, supported.newest} | {
+        pins[distribution] for pins in nox_pins("BETWEEN_ENDS").values() if distribution in pins
+    }
+    assert installed.split("+")[0] in pinned, f"{distribution} {installed}"
