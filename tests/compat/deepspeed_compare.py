@@ -36,18 +36,33 @@ DETECTED_CPU = "Setting accelerator to CPU. If you have GPU or other accelerator
 """What DeepSpeed logs when its own detection runs and finds no device (on cpu, without DS_ACCELERATOR)."""
 
 
-def train(accelerator: str, *, world_size: int, extra: tuple[str, ...] = (), **env: str) -> dict[str, object]:
-    """Run the training script; returns its report (the accelerator used and each rank's results per run)."""
+def _launch(
+    accelerator: str, world_size: int, extra: tuple[str, ...], env: dict[str, str]
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """Run the training script (under torchrun for more than one process): its command line and its result."""
     launcher = [sys.executable]
     if world_size > 1:
         launcher += ["-m", "torch.distributed.run", f"--nproc-per-node={world_size}", "--standalone"]
     cmd = [*launcher, str(SCRIPT), "--accelerator", accelerator, *extra]
     out = subprocess.run(cmd, capture_output=True, text=True, env=child_environment(**env), cwd=REPO, timeout=900)
-    assert out.returncode == 0, f"{' '.join(cmd)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
+    return " ".join(cmd), out
+
+
+def train(accelerator: str, *, world_size: int, extra: tuple[str, ...] = (), **env: str) -> dict[str, object]:
+    """Run the training script; returns its report (the accelerator used and each rank's results per run)."""
+    cmd, out = _launch(accelerator, world_size, extra, env)
+    assert out.returncode == 0, f"{cmd} failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
     line = next(line for line in out.stdout.splitlines() if line.startswith("RESULT "))
     report: dict[str, object] = json.loads(line.removeprefix("RESULT "))
     report["deepspeed_detected_cpu"] = DETECTED_CPU in out.stdout + out.stderr
     return report
+
+
+def train_failure(accelerator: str, *, world_size: int, extra: tuple[str, ...] = (), **env: str) -> str:
+    """Run the training script where it must fail (a declared DeepSpeed defect); returns its standard error."""
+    cmd, out = _launch(accelerator, world_size, extra, env)
+    assert out.returncode != 0, f"{cmd} passed, where DeepSpeed's declared defect should fail it"
+    return out.stderr
 
 
 def side_by_side(ours: dict[str, object], theirs: dict[str, object]) -> str:

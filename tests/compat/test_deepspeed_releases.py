@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -22,6 +23,7 @@ from accelhal.compat._releases import ReleaseRange, release_key
 from accelhal.compat.deepspeed._releases import (
     DEFECTS,
     GLOO_ZERO3_GATHER,
+    GLOO_ZERO12_FLAT_GRAD,
     SHAPES,
     SUPPORTED,
     DeepSpeedShape,
@@ -131,6 +133,17 @@ def test_the_installed_release_has_the_defects_its_row_declares(ds: Any) -> None
     assert waits_for_the_last_only != ("for handle in launch_handles" in source), "neither: read DeepSpeed's source"
     assert (GLOO_ZERO3_GATHER in installed_defects()) == waits_for_the_last_only
     assert DEFECTS.shape_for("0.19.7") == {GLOO_ZERO3_GATHER} and DEFECTS.shape_for("0.19.8") == frozenset()
+
+
+@requires_deepspeed
+def test_the_installed_release_flattens_as_its_row_declares(ds: Any) -> None:
+    """The ZeRO-1/2 flat buffer defect: flattened on the device (0.18.7 on) and not detached (before 0.19.0)."""
+    from deepspeed.runtime.zero.stage_1_and_2 import DeepSpeedZeroOptimizer
+
+    source = inspect.getsource(DeepSpeedZeroOptimizer.__init__)
+    on_the_device = re.search(r"use_cpu_data=False(?:,\s*param_padding=param_padding)?\)(\.detach\(\))?", source)
+    undetached = on_the_device is not None and on_the_device.group(1) is None
+    assert (GLOO_ZERO12_FLAT_GRAD in installed_defects()) == undetached
 
 
 # ---------------------------------------------------------------- outside the range

@@ -41,6 +41,11 @@ class DeepSpeedShape:
         """Whether DeepSpeed's ``pin_memory`` is ``(tensor, align_bytes=1)`` (to 0.19.5), not accelhal's signature."""
         return {**self.abstract, **self.concrete}.get("pin_memory") == ALIGNED_PIN_MEMORY
 
+    @property
+    def allocates_pinned_buffers(self) -> bool:
+        """Whether DeepSpeed has ``pin_empty`` (0.19.7), whose device classes override ``_torch_empty_pinned``."""
+        return "pin_empty" in self.concrete
+
 
 ALIGNED_PIN_MEMORY = "(self, tensor, align_bytes=1)"
 """DeepSpeed's ``pin_memory`` signature before its pinning dispatch (0.19.6)."""
@@ -141,8 +146,20 @@ GLOO_ZERO3_GATHER = KnownDefect(
     "https://github.com/deepspeedai/DeepSpeed/pull/8539",
 )
 
+GLOO_ZERO12_FLAT_GRAD = KnownDefect(
+    "ZeRO-1 and ZeRO-2 flatten the parameters on the device without detaching them, so the flat buffer requires"
+    " grad, and gloo's all-gather into it after each step fails at world size 2 and more ('Output 0 of Split is a"
+    " view and is being modified inplace')",
+    "DeepSpeed 0.19.0, whose DeepSpeedZeroOptimizer detaches the flattened buffer",
+)
+
 DEFECTS: ShapeTable[frozenset[KnownDefect]] = ShapeTable(
-    [("0.15.0", frozenset({GLOO_ZERO3_GATHER})), ("0.19.8", frozenset())]
+    [
+        ("0.15.0", frozenset({GLOO_ZERO3_GATHER})),
+        ("0.18.7", frozenset({GLOO_ZERO3_GATHER, GLOO_ZERO12_FLAT_GRAD})),
+        ("0.19.0", frozenset({GLOO_ZERO3_GATHER})),
+        ("0.19.8", frozenset()),
+    ]
 )
 """DeepSpeed's known defects, from the first release that has each set (``tests/compat/test_deepspeed_releases.py``
 checks the installed DeepSpeed's source against its row)."""
