@@ -153,6 +153,23 @@ def gather_defect_runs(report: dict[str, object]) -> set[str]:
     return found
 
 
+def gathers_apart(ours: dict[str, object], theirs: dict[str, object]) -> set[str]:
+    """The ZeRO-3 runs whose gathered parameters differ between the two reports, rank by rank.
+
+    The gather defect's quieter signature: each side's ranks agree, every loss is the same to the
+    bit, yet one side's last gather read another side's stale values.
+    """
+    runs_ours, runs_theirs = ours["runs"], theirs["runs"]
+    assert isinstance(runs_ours, dict) and isinstance(runs_theirs, dict)
+    return {
+        spec
+        for spec, ranks in runs_ours.items()
+        if spec.startswith("3")
+        and spec in runs_theirs
+        and any(a["checksum"] != b["checksum"] for a, b in zip(ranks, runs_theirs[spec], strict=True))
+    }
+
+
 def without_runs(report: dict[str, object], specs: set[str]) -> dict[str, object]:
     """``report`` without the runs ``specs``."""
     runs = report["runs"]
