@@ -8,12 +8,14 @@ on stderr, and the report keeps them as the plugin's and the backend's output.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import Result, run_accelhal
+from tests.cli.conftest import Result, clean_env, run_accelhal
 
 NOISY_RUNTIME = """
     import ctypes, os
@@ -131,3 +133,23 @@ def test_no_device_hint_names_the_check_and_not_the_runtime_setup(noisy: Callabl
     assert data["outcome"] == "no-device"
     assert data["hint"] == "check which devices the driver sees: noisy-smi --list"
     assert data["summary"].endswith("sees 0 devices.")
+
+
+ORDER = """
+import os
+from accelhal.vendor_output import stdout_to_stderr
+with stdout_to_stderr() as captured:
+    print("python line")
+    os.write(1, b"native line\\n")
+    print("python again")
+print(repr(captured.text))
+"""
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "PYTHONUNBUFFERED"])
+def test_captured_text_keeps_the_order_python_and_native_code_wrote_it(unbuffered: bool) -> None:
+    env = {k: v for k, v in clean_env().items() if k != "PYTHONUNBUFFERED"}
+    env |= {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
+    done = subprocess.run([sys.executable, "-c", ORDER], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout == repr("python line\nnative line\npython again\n") + "\n"
+    assert done.stderr == "python line\nnative line\npython again\n"  # the block's output goes to stderr
