@@ -127,6 +127,11 @@ ADAPTER_TESTS = {
 """The adapter tests that exercise each framework (the Trainer's are Accelerate's)."""
 
 
+def _distribution(pin: str) -> str:
+    """The distribution a pin names: ``"ray[train]==2.41.0"`` -> ``"ray"``."""
+    return pin.split("==")[0].split("[")[0]
+
+
 @nox.session
 @nox.parametrize("release", list(BETWEEN_ENDS))
 def adapter_release(session: nox.Session, release: str) -> None:
@@ -136,13 +141,13 @@ def adapter_release(session: nox.Session, release: str) -> None:
     Not in CI (each is a venv of its own); docs/support.md records the runs.
     """
     pins = BETWEEN_ENDS[release]
-    named = {pin.split("==")[0].split("[")[0] for pin in pins}
+    named = {_distribution(pin) for pin in pins}
     torch, *newest = ADAPTER_ENDS["newest"]
-    others = [pin for pin in newest if pin.split("==")[0].split("[")[0] not in named]
+    others = [pin for pin in newest if _distribution(pin) not in named]
     session.install(torch)
     session.install("-e", ".[test-core]", *others, *pins)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
-    tests = sorted(glob.glob(f"tests/compat/{ADAPTER_TESTS[release.split('-')[0]]}"))
+    tests = sorted(glob.glob(f"tests/compat/{ADAPTER_TESTS[_distribution(pins[0])]}"))
     session.run("python", "-m", "pytest", "tests/compat/test_release_ranges.py", *tests, *session.posargs)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.bounded import run_bounded
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_gloo_worker.py"
 BENCHMARK = ROOT / "benchmarks" / "dist_bandwidth.py"
@@ -41,19 +43,19 @@ def torchrun(
     child.update(env)
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}"]
     command += [str(script), *args]
-    with subprocess.Popen(
-        command, env=child, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stdout, stderr = _stop(proc)
-            pytest.fail(
-                f"torchrun {script.name} was still running after {timeout:g} s and was stopped; what it printed "
-                f"(a rank that torchrun stopped prints its threads' stacks):\n{_tail(stdout, stderr)}"
-            )
-    assert proc.returncode == 0, _tail(stdout, stderr)
-    return subprocess.CompletedProcess(command, proc.returncode, stdout, stderr)
+    done = run_bounded(
+        command,
+        env=child,
+        cwd=ROOT,
+        timeout=timeout,
+        stop=_stop,
+        describe=lambda stdout, stderr: (
+            f"torchrun {script.name} was still running after {timeout:g} s and was stopped; what it printed "
+            f"(a rank that torchrun stopped prints its threads' stacks):\n{_tail(stdout, stderr)}"
+        ),
+    )
+    assert done.returncode == 0, _tail(done.stdout, done.stderr)
+    return done
 
 
 def _stop(proc: subprocess.Popen[str]) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.bounded import run_bounded
 from tests.compat import REPO, child_environment, requires_deepspeed, uses_cpu_adam
 from tests.sharing import free_port
 
@@ -53,19 +54,16 @@ def run(
     launcher's ranks write to its pipes), each Python process's stacks at the end: they run
     with faulthandler, and get SIGABRT before SIGKILL.
     """
-    environment = child_environment(PYTHONPATH="", PYTHONFAULTHANDLER="1", **env)
-    command = [str(python), *args]
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, cwd=REPO
-    ) as process:
-        try:
-            stdout, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stdout, stderr = _end_with_stacks(process)
-            pytest.fail(
-                f"{args} still ran after {timeout:.0f} s; its processes' output:\n{stdout[-3000:]}\n{stderr[-12000:]}"
-            )
-    out = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    out = run_bounded(
+        [str(python), *args],
+        env=child_environment(PYTHONPATH="", PYTHONFAULTHANDLER="1", **env),
+        cwd=REPO,
+        timeout=timeout,
+        stop=_end_with_stacks,
+        describe=lambda stdout, stderr: (
+            f"{args} still ran after {timeout:.0f} s; its processes' output:\n{stdout[-3000:]}\n{stderr[-12000:]}"
+        ),
+    )
     if check:
         assert out.returncode == 0, f"{args} failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
     return out

@@ -225,7 +225,7 @@ def wrap_deepspeed_class(
 
 
 def _pin_through_deepspeed(self: DeepSpeedBackedAccelerator, tensor: torch.Tensor) -> torch.Tensor:
-    """accelhal's device hook ``_torch_pin_memory``: DeepSpeed's ``pin_memory(tensor)`` (its ``align_bytes`` form)."""
+    """accelhal's device hook ``_torch_pin_memory``: DeepSpeed's ``pin_memory(tensor)`` (each of its forms)."""
     pinned: torch.Tensor = self.deepspeed_accelerator.pin_memory(tensor)
     return pinned
 
@@ -235,19 +235,6 @@ def _empty_pinned_through_deepspeed(
 ) -> torch.Tensor:
     """accelhal's device hook ``_torch_empty_pinned``: DeepSpeed's ``pin_memory`` of a fresh buffer."""
     return _pin_through_deepspeed(self, tensor.new_empty(tuple(shape)))
-
-
-def _empty_pinned_through_device_hook(
-    self: DeepSpeedBackedAccelerator, tensor: torch.Tensor, shape: Sequence[int]
-) -> torch.Tensor:
-    """The device hook ``_torch_empty_pinned`` before DeepSpeed's ``pin_empty``: DeepSpeed's ``_torch_pin_memory``.
-
-    DeepSpeed 0.19.6's own ``_torch_empty_pinned`` is torch's pinning allocator, which no device class
-    overrides yet (its cpu would ask torch for pinned memory it cannot give); its ``_torch_pin_memory`` of
-    a fresh buffer is each device's own answer.
-    """
-    pinned: torch.Tensor = self.deepspeed_accelerator._torch_pin_memory(tensor.new_empty(tuple(shape)))
-    return pinned
 
 
 _ALIGNED_PINNING: dict[str, Any] = {
@@ -281,8 +268,8 @@ def _make_class(deepspeed_class: type[Any] | str, name: str, device_type: str) -
         namespace[attribute] = bool(getattr(cls, attribute, getattr(Accelerator, attribute)))
     if shape.pins_with_align_bytes:
         namespace.update(_ALIGNED_PINNING)
-    elif not shape.allocates_pinned_buffers:
-        namespace["_torch_empty_pinned"] = _empty_pinned_through_device_hook
+    elif not shape.allocates_pinned_buffers:  # 0.19.6: its _torch_empty_pinned is torch's, which cpu cannot give
+        namespace["_torch_empty_pinned"] = _empty_pinned_through_deepspeed
     return type(f"DeepSpeed_{cls.__name__}", (DeepSpeedBackedAccelerator,), namespace)
 
 
