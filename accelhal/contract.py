@@ -130,6 +130,8 @@ class Accelerator(metaclass=_AcceleratorMeta):
             for attribute, value in _identity(spec).items():
                 _refuse_second_declaration(cls, spec, attribute, value)
                 type.__setattr__(cls, attribute, value)
+        elif "spec" not in cls.__dict__ and _disagrees(cls, cls.spec):
+            type.__setattr__(cls, "spec", None)  # the base's spec describes another backend: not this class's
         fast_paths.bake(cls, Accelerator)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -688,6 +690,19 @@ def _refuse_second_declaration(cls: type, spec: BackendSpec, attribute: str, val
             f"{owner.__qualname__}.{attribute} is {declared!r} but the spec {spec.name!r} of {cls.__qualname__} "
             f"says {value!r}; declare a backend's identity once, in its spec"
         )
+
+
+def _disagrees(cls: type, spec: BackendSpec | None) -> bool:
+    """Whether ``cls`` answers one of ``spec``'s identity facts otherwise (``_name = "acme"`` under cpu's spec)."""
+    if spec is None:
+        return False
+    for attribute, value in _identity(spec).items():
+        declared = getattr(cls, attribute, None)
+        if isinstance(value, tuple) and isinstance(declared, list):
+            declared = tuple(declared)
+        if declared != value:
+            return True
+    return False
 
 
 def _identity(spec: BackendSpec) -> dict[str, object]:

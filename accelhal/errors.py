@@ -39,6 +39,11 @@ def plugin_failure(plugin: str, stage: str) -> str:
     return f"plugin {plugin!r} {PLUGIN_STAGES.get(stage, f'failed at stage {stage!r}')}"
 
 
+def _requested_by(who: str) -> str:
+    """How an error names who asked for a backend: ``requested by ACCELHAL_ACCELERATOR`` (one wording for all)."""
+    return f"requested by {who}"
+
+
 class AccelhalError(Exception):
     """Base class of every error raised by accelhal on purpose."""
 
@@ -59,20 +64,21 @@ class ConfigurationError(AccelhalError, ValueError):
 class UnknownBackendError(ConfigurationError):
     """A backend name that no installed plugin registers.
 
-    ``known`` lists the registered names, so the message can say what would work.
+    ``known`` lists the names that would work, in the order given (selection gives the
+    registered names in priority order, then ``generic``), so the message can say what would work.
     """
 
     def __init__(self, name: str, known: Sequence[str], *, variable: str | None = None, hint: str = "") -> None:
-        known_list = ", ".join(sorted(known)) or "(none)"
+        known_list = ", ".join(known) or "(none)"
         message = f"unknown accelerator {name!r}"
         if variable:
-            message += f" (from {variable})"
+            message += f" ({_requested_by(variable)})"
         message += f"; known accelerators: {known_list}"
         if hint:
             message += f". {sentence(hint, capital=True)}"
         super().__init__(message, variable=variable, value=name)
         self.name = name
-        self.known = tuple(sorted(known))
+        self.known = tuple(known)
 
 
 class BackendUnavailableError(AccelhalError, RuntimeError):
@@ -85,7 +91,7 @@ class BackendUnavailableError(AccelhalError, RuntimeError):
     def __init__(self, name: str, reason: str, *, hint: str | None = None, requested_by: str = "") -> None:
         message = f"accelerator {name!r}"
         if requested_by:
-            message += f" (requested by {requested_by})"
+            message += f" ({_requested_by(requested_by)})"
         message += f" is not available: {sentence(reason)}"
         if hint:
             message += f" {hint_sentence(hint)}"

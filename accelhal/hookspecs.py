@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:  # type variables of annotations only: creating them costs the first call
+    from accelhal.compat.vllm.kit import VllmKit
     from accelhal.spec import BackendSpec
 
     _F = TypeVar("_F", bound=Callable[..., Any])
@@ -198,6 +199,28 @@ def accelhal_register_op_builders(register: Callable[[str, type[Any]], None]) ->
     ``builder_class`` is a subclass of :class:`accelhal.ops.OpBuilder`; it is found by
     ``get_accelerator().get_op_builder(builder_class.__name__)`` when ``backend_name`` is
     the active backend. Called lazily, the first time an op builder is looked up.
+    """
+
+
+@hookspec(firstresult=True)
+def accelhal_vllm_kit(backend: str) -> VllmKit | None:
+    """What backend ``backend`` adds for vLLM beyond the contract, or ``None`` (the first answer wins).
+
+    Return an :class:`accelhal.compat.vllm.VllmKit`: the device's attention backend, the
+    modules that register its kernels, its worker and communicator, as qualified names that
+    vLLM imports in its own processes. Called by the vLLM bridge (:mod:`accelhal.compat.vllm`)
+    when it builds the platform of the active backend, never during discovery. A backend for
+    which no plugin answers runs vLLM's portable path: vLLM's host kernels, attention and
+    worker, on the device through its CPU fallback (``docs/vllm.md``).
+
+    Example::
+
+        @hookimpl
+        def accelhal_vllm_kit(backend):
+            if backend == "mydev":
+                return VllmKit(attention_backend="my_pkg.vllm.attention.MyAttentionBackend",
+                               kernels=("my_pkg.vllm.ops",))
+            return None
     """
 
 

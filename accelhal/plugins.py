@@ -37,7 +37,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from accelhal import hookspecs
+from accelhal import hookspecs, watchdog
 from accelhal._record import field, record
 from accelhal.entry_points import find as find_entry_points
 from accelhal.entry_points import name_and_version
@@ -73,8 +73,10 @@ def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
 
     ``kind`` is ``import`` (the plugin's module and hook), ``probe`` or ``instantiate``
     (``backend``'s probe or constructor). The record carries ``accelhal_step``:
-    ``[kind, plugin name, backend, plugin source]``.
+    ``[kind, plugin name, backend, plugin source]``. The step is also :mod:`accelhal.watchdog`'s,
+    whose listener may refuse it (it raises: call this where the step's own failures are contained).
     """
+    watchdog.enter(kind, plugin.name, backend)
     if _steps.isEnabledFor(logging.DEBUG):
         where = f" (backend {backend!r})" if backend else ""
         step = [kind, plugin.name, backend, plugin.source]
@@ -88,8 +90,8 @@ def _normalise(name: str) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """``"ExceptionType: message"`` plus the innermost frame, for reports."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    """``"ExceptionType: message"`` plus the innermost frame (unless the message names the place), for reports."""
+    frames = [] if getattr(exc, "names_its_place", False) else traceback.extract_tb(exc.__traceback__)
     where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
     message = shorten(str(exc), 500)
     return f"{type(exc).__name__}{': ' + message if message else ''}{where}"
@@ -158,7 +160,8 @@ class Registry:
             index = Index()
             for ep, entry in pending:
                 entry.state, entry.detail = "loaded", ""
-                _load(self, ep, entry, index)
+                with watchdog.region():  # the plugin's import step ends with its load
+                    _load(self, ep, entry, index)
             _apply_replacements(self)
             _drop_claimed_generic(self)
             index.save()
@@ -308,7 +311,8 @@ def discover(
             )
             registry.deferred.append((ep, entry))
             continue
-        _load(registry, ep, entry, index)
+        with watchdog.region():  # the plugin's import step ends with its load
+            _load(registry, ep, entry, index)
     _apply_replacements(registry)
     _drop_claimed_generic(registry)
     if index is not None:
@@ -339,12 +343,12 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
     registers it when :attr:`Registry.manager` is built; any other plugin is registered at
     once, so that pluggy's validation of its hooks is one of discovery's failures.
     """
-    announce_step("import", entry)
     started = time.perf_counter()
     try:
         try:
             # accelhal's own plugin modules print nothing: only another distribution's import is guarded (~10 us)
             with contextlib.nullcontext(Captured()) if entry.builtin else stdout_to_stderr() as printed:
+                announce_step("import", entry)
                 plugin = ep.load()
         except PASSED_THROUGH:
             raise

@@ -18,10 +18,11 @@ import logging
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from accelhal import _record, plugins, torch_import
+from accelhal import _record, plugins, torch_import, watchdog
 from accelhal.records import CandidateRecord, Decision, Registration
 from accelhal.settings import Settings
 from accelhal.spec import BackendSpec, Status, Verdict, contract_version_hint
@@ -133,7 +134,7 @@ def set_accelerator(accelerator: Accelerator | str) -> Accelerator:
     available. Replacing an accelerator that other code already captured is allowed
     but logged at INFO.
     """
-    with _lock:
+    with _lock, watchdog.region():  # a step (the instantiation) ends with the selection
         started = time.perf_counter()
         if isinstance(accelerator, str):
             name = accelerator.strip().lower()
@@ -178,7 +179,7 @@ def detect() -> DetectionReport:
     """
     from accelhal.report import DetectionReport
 
-    with _lock:
+    with _lock, watchdog.region():  # a step (the instantiation) ends with the selection
         if _active is None:
             with contextlib.suppress(Exception):  # the failure is in the decision
                 _select()
@@ -217,7 +218,7 @@ def _select() -> Accelerator:
             "get_accelerator() was called while the accelerator is being selected (from a probe or "
             "an accelerator constructor); probes and constructors must not call it"
         )
-    with _lock:
+    with _lock, watchdog.region():  # a step (the instantiation) ends with the selection
         if _active is not None:
             return _active
         _selecting.active = True
@@ -278,22 +279,24 @@ def _torch_diagnosis() -> torch_import.TorchDiagnosis | None:
 def _run_probe(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises. What it writes to stdout goes to stderr and into the record."""
     spec = registration.spec
-    plugins.announce_step("probe", registration.plugin, spec.name)
     started = time.perf_counter()
-    with stdout_to_stderr() as printed:
-        verdict = _probe_verdict(spec.requires, spec.probe)
+    with stdout_to_stderr() as printed:  # the probe's step starts after the look-ups (and import torch)
+        verdict = _probe_verdict(spec.requires, functools.partial(_announced_probe, registration))
     elapsed = time.perf_counter() - started
-    hint = verdict.hint
-    if verdict.status is Status.NO_DEVICE and not hint and spec.device_check_command:
-        hint = f"check which devices the driver sees: {spec.device_check_command}"
     return CandidateRecord.of(
         registration,
         verdict.status,
         verdict.reason,
-        hint=hint,
+        hint=spec.verdict_hint(verdict),
         probe_seconds=elapsed,
         import_output=printed.text,
     )
+
+
+def _announced_probe(registration: Registration) -> Verdict:
+    with watchdog.region():
+        plugins.announce_step("probe", registration.plugin, registration.spec.name)
+        return registration.spec.probe()
 
 
 def _probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> Verdict:
@@ -372,8 +375,8 @@ def _load_checked(registration: Registration) -> type[Accelerator]:
     Raises :class:`~accelhal.PluginError` (stage ``import`` or ``validate``) naming what is wrong.
     """
     spec = registration.spec
-    plugins.announce_step("instantiate", registration.plugin, spec.name)
     try:
+        plugins.announce_step("instantiate", registration.plugin, spec.name)
         from accelhal.validation import (  # imports torch, which may itself fail to import
             contract_problems,
             identity_problems,
@@ -393,7 +396,14 @@ def _load_checked(registration: Registration) -> type[Accelerator]:
         raise plugins.plugin_error(
             registration.plugin.name, "validate", f"{spec.accelerator_path}: " + "; ".join(problems), hint=hint
         )
+    if cls.__dict__.get("spec") is None or cls in _bound_classes:
+        type.__setattr__(cls, "spec", spec)  # it names no spec of its own: it reports the one it agrees with
+        _bound_classes.add(cls)
     return cls
+
+
+_bound_classes: weakref.WeakSet[type] = weakref.WeakSet()
+"""Classes whose ``spec`` is the registration's that loaded them (:func:`_load_checked`), not one they name."""
 
 
 def _ships_with_accelhal(registration: Registration, cls: type) -> bool:
@@ -484,7 +494,16 @@ def unregistered_error(reg: plugins.Registry, name: str, requested_by: str) -> A
     from accelhal.errors import UnknownBackendError
 
     hint = f"its plugin is not loaded: {plugin.detail}" if plugin is not None else ""
-    return UnknownBackendError(name, reg.names(), variable=requested_by, hint=hint)
+    return UnknownBackendError(name, known_names(reg), variable=requested_by, hint=hint)
+
+
+def known_names(reg: plugins.Registry) -> list[str]:
+    """The names that may be asked for: the registered backends in priority order, then :data:`GENERIC_ALIAS`.
+
+    Every list of known names (errors, ``accelhal explain``, ``accelhal doctor``) is this one.
+    """
+    names = reg.names()
+    return names if GENERIC_ALIAS in names else [*names, GENERIC_ALIAS]
 
 
 @_record.record(frozen=True)
@@ -634,7 +653,7 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
         records.append(record)
         probed.append(record)
         if record.status is not Status.AVAILABLE:
-            if record.status in (Status.PROBE_ERROR, Status.BROKEN) and settings.strict:
+            if record.status in FAILING and settings.strict:
                 raise plugins.plugin_error(record.plugin, "probe", f"{record.name}: {record.reason}")
             continue
         if chosen is not None:  # strict mode only: a lower-priority backend checked now
@@ -661,7 +680,8 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     )
     decision.explanation = _explanation(decision, chosen_record)
     if decision.rule == "fallback":
-        logger.warning("%s", _fallback_warning(len(reg.failures)))
+        failing = sum(record.status in FAILING for record in records)  # doctor's backend-broken findings
+        logger.warning("%s", _fallback_warning(len(reg.failures) + failing))
         if logger.isEnabledFor(logging.DEBUG):
             problems = _failure_summary(reg)
             logger.debug(
@@ -672,6 +692,14 @@ def _decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[
     else:
         logger.info("accelhal: selected %r by priority", chosen.name)
     return decision, chosen
+
+
+FAILING = frozenset({Status.PROBE_ERROR, Status.BROKEN})
+"""The verdicts that are a plugin problem rather than an absence (the probe raised, or the runtime is broken).
+
+The fallback's warning counts them with the plugin failures, ``accelhal info`` lists them among its plugin
+problems and ``accelhal doctor`` reports each (``backend-broken``); under ``ACCELHAL_STRICT=1`` they are errors.
+"""
 
 
 def _fallback_warning(plugin_problems: int) -> str:

@@ -102,6 +102,23 @@ def _table() -> tuple[Variable, ...]:
             "probe takes longer than this (measured in doctor's child process, after import torch).",
         ),
         Variable(
+            "ACCELHAL_TIMEOUT",
+            "seconds",
+            "60",
+            "The default of every accelhal command's timeout option: the longest a call into a device's runtime (a "
+            "plugin's import, a probe, a construction, a device query) may take before the command calls it hung, "
+            "prints where it is stuck and goes on without it. accelhal doctor's discovery child uses it too, unless "
+            "ACCELHAL_DOCTOR_TIMEOUT is set.",
+        ),
+        Variable(
+            "ACCELHAL_HANG_WARNING_SECONDS",
+            "seconds",
+            "30",
+            "In a program, a plugin's import, a probe or a construction that has run this long during selection is "
+            "logged once (a warning on the 'accelhal' logger naming the backend, the call and the variable that skips "
+            "it); the call goes on.",
+        ),
+        Variable(
             "ACCELHAL_DEEPSPEED",
             "boolean",
             "0",
@@ -261,6 +278,14 @@ def _table() -> tuple[Variable, ...]:
             "pytest's own: with it set, accelhal check loads the accelhal pytest plugin explicitly.",
         ),
         Variable(
+            "ACCELHAL_VLLM_PLATFORM",
+            "auto, on or off",
+            "auto",
+            "accelhal.compat.vllm, vLLM's platform plugin: auto (the bridge answers where accelhal's active backend "
+            "is a device vLLM has no platform for and no vendor's vLLM plugin answers), on (also on cpu; never on "
+            "cuda, xpu or xla, which vLLM's own platforms serve), off. Read in each vLLM process (docs/vllm.md).",
+        ),
+        Variable(
             "ACCELHAL_SIMULATED_DEVICES",
             "integer",
             "2",
@@ -282,8 +307,12 @@ Built on first access (like :data:`ALL_VARIABLES` and :data:`RELEVANT_VARIABLES`
 ALL_VARIABLES: tuple[str, ...]
 """The name of every variable accelhal reads, but each backend's visible-devices variables, from its spec."""
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"", "0", "false", "no", "off"})
+_TRUE_SPELLINGS = ("1", "true", "yes", "on")
+_FALSE_SPELLINGS = ("0", "false", "no", "off")
+_TRUE = frozenset(_TRUE_SPELLINGS)
+_FALSE = frozenset({"", *_FALSE_SPELLINGS})
+BOOLEAN_SPELLINGS = f"{'/'.join(_TRUE_SPELLINGS)} or {'/'.join(_FALSE_SPELLINGS)}"
+"""The spellings a boolean variable takes (any case), in words (``1/true/yes/on or 0/false/no/off``)."""
 
 
 def _bad_value(message: str, *, variable: str, value: str) -> ConfigurationError:
@@ -307,7 +336,7 @@ def parse_bool(variable: str, raw: str | None) -> bool:
     if value in _FALSE:
         return False
     raise _bad_value(
-        f"{variable}={quote(raw)} is not a boolean; use 1/true/yes/on or 0/false/no/off",
+        f"{variable}={quote(raw)} is not a boolean; use {BOOLEAN_SPELLINGS}",
         variable=variable,
         value=raw,
     )

@@ -136,6 +136,10 @@ class Capability(str, enum.Enum):
     """Memory figures come from a device allocator and move with tensor allocations."""
 
 
+_SPEC_HINTED = frozenset({Status.NOT_INSTALLED, Status.NO_DEVICE, Status.BROKEN, Status.PROBE_ERROR})
+"""The verdicts whose hint defaults to the spec's: the backend is missing, sees no device, or fails."""
+
+
 @record(frozen=True)
 class BackendSpec:
     """One backend, as a plugin registers it through ``accelhal_register_backends``.
@@ -154,11 +158,13 @@ class BackendSpec:
         package: the package imported first, which registers the device module
             (``"torch_npu"``; ``"torch"`` for torch's own modules); device-module backends only.
         module: the dotted device module (``"torch.npu"``); device-module backends only.
-        hint: how to make the runtime loadable when it is missing or broken (one sentence;
-            e.g. which toolkit to install and which environment script to source).
+        hint: what to do when the backend is missing, broken, sees no device or its probe
+            raised (one sentence; e.g. which toolkit to install and which environment script
+            to source): the hint of every such verdict that brings none of its own
+            (:meth:`verdict_hint`).
         device_check_command: the vendor's own command that lists the devices its driver
-            sees (``"npu-smi info"``, ``"nvidia-smi"``); ``accelhal doctor`` names it when
-            the runtime loads but sees no device.
+            sees (``"npu-smi info"``, ``"nvidia-smi"``): the hint of a ``no-device`` verdict,
+            and the command ``accelhal doctor``'s ``no-device`` notice says to run.
         export_envs: prefixes of the variables a multi-node launcher forwards to remote ranks.
         replaces: the name of a registered backend this one deliberately takes over.
             Registering a taken name without it is a conflict: the first registration wins.
@@ -234,6 +240,24 @@ class BackendSpec:
         if not isinstance(self.compile_backend, str) or self.compile_backend != self.compile_backend.strip():
             problems.append(f"compile_backend must be a torch.compile backend name or '', got {self.compile_backend!r}")
         return problems
+
+    def verdict_hint(self, verdict: Verdict) -> str | None:
+        """What to do about ``verdict`` of this backend: its own hint, else the spec's.
+
+        A ``no-device`` verdict without a hint of its own gets the driver's device listing
+        (:attr:`device_check_command`) before :attr:`hint`; ``not-installed``, ``broken`` and
+        ``probe-error`` get :attr:`hint`. Other verdicts keep their own (``None`` if they have none).
+
+        >>> spec = BackendSpec(name="acme", device_type="cpu", priority=1, accelerator="m:C",
+        ...                    probe=Verdict.available, hint="install the acme toolkit")
+        >>> spec.verdict_hint(Verdict(Status.PROBE_ERROR, "the probe raised RuntimeError: boom"))
+        'install the acme toolkit'
+        """
+        if verdict.hint:
+            return verdict.hint
+        if verdict.status is Status.NO_DEVICE and self.device_check_command:
+            return f"check which devices the driver sees: {self.device_check_command}"
+        return (self.hint or None) if verdict.status in _SPEC_HINTED else None
 
     @classmethod
     def for_device_module(

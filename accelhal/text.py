@@ -16,6 +16,10 @@ SHORTEN_LIMIT = 80
 """The default number of characters :func:`shorten` keeps."""
 
 
+MISSING_MEMBERS = "missing abstract members"
+"""How a class check names the contract members a class lacks (``missing abstract members: a, b``)."""
+
+
 def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, followed by the number of characters left out."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"

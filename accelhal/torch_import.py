@@ -41,10 +41,13 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from accelhal import watchdog
 from accelhal._record import field, record
 from accelhal.text import sentence
 from accelhal.vendor_output import stdout_to_stderr
 
+IMPORT_SECONDS = 60.0
+"""The least time the ``accelhal`` command allows ``import torch`` whatever its ``--timeout`` (a slow disk)."""
 AUTOLOAD_VARIABLE = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 """torch's switch for loading the ``torch.backends`` entry points during ``import torch``."""
 
@@ -167,7 +170,8 @@ def _import() -> TorchImport:
     autoload_before = os.environ.get(AUTOLOAD_VARIABLE)
     with stdout_to_stderr() as captured:
         try:
-            import torch  # noqa: F401
+            with watchdog.step("import", "", call="import torch", floor=IMPORT_SECONDS):  # autoload runs vendor code
+                import torch  # noqa: F401
         except (Exception, SystemExit) as exc:
             failure: BaseException | None = exc
         else:

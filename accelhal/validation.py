@@ -15,6 +15,7 @@ from typing import Any
 from accelhal.contract import Accelerator
 from accelhal.fast_paths import is_descriptor
 from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
+from accelhal.text import MISSING_MEMBERS
 
 
 def abstract_members(cls: type) -> list[str]:
@@ -34,7 +35,7 @@ def contract_problems(cls: type) -> list[str]:
     problems = []
     missing = abstract_members(cls)
     if missing:
-        problems.append("missing abstract members: " + ", ".join(missing))
+        problems.append(f"{MISSING_MEMBERS}: " + ", ".join(missing))
     for attr in ("_name", "device_type"):
         value = getattr(cls, attr, "")
         if not isinstance(value, str) or not value:

@@ -4,6 +4,7 @@
 
     python -m benchmarks                      # every CPU suite; rewrites benchmarks/RESULTS.md
     python -m benchmarks --suite members      # one suite (repeatable)
+    VENV/bin/python -m benchmarks --suite vllm  # with vLLM installed: rewrites benchmarks/RESULTS-vllm.md
     python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
     python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, compile, start-up
     python3 -m benchmarks --suite compile     # torch.compile's compiled / eager step on the active backend
@@ -28,8 +29,10 @@ from benchmarks.method import Method
 from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
 
 HERE = Path(__file__).resolve().parent
-CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops", "adapters")
+CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops", "adapters", "vllm")
 """In this order: the in-process suites first, then those that spawn processes.
+
+``vllm`` runs only where vLLM is installed (elsewhere it says so) and writes ``RESULTS-vllm.md``.
 
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
 ``members``, which must not see DeepSpeed's side effects.
@@ -87,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick and (args.gpu or args.suite is None):
         command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
         _write_page(results, env, method.as_dict(), args.out if args.gpu else HERE, args.gpu, command)
+    if not args.quick and not args.gpu and "vllm" in names:
+        from benchmarks.vllm import write_page
+
+        write_page(results[names.index("vllm")], env, method.as_dict(), HERE)
     return 0 if all(t.passed for t in targets) else 1
 
 

@@ -108,6 +108,6 @@ def run(method: Method) -> SuiteResult:
         raise RuntimeError(f"the generic members child failed ({done.returncode}):\n{done.stderr[-3000:]}")
     data = json.loads(done.stdout.strip().splitlines()[-1])
     data.pop("suite", None)
-    targets = [Target(**{k: v for k, v in t.items() if k != "passed"}) for t in data.pop("targets")]
+    targets = [Target.from_dict(t) for t in data.pop("targets")]
     data["title"] = f"The generic backend on the test device ({DEVICE}): accelhal vs the direct call (ns per call)"
     return SuiteResult(suite="generic", targets=targets, **data)

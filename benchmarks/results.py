@@ -26,13 +26,33 @@ class Target:
     unit: str
     spread: float = 0.0
     note: str = ""
+    interval: tuple[float, float] | None = None
+    """The figure's 95% interval, where it has one."""
+    resolution: float | None = None
+    """The widest half-interval that still judges the limit (the gap it judges: 0.01 for a 1.01x limit)."""
+
+    @property
+    def resolved(self) -> bool:
+        """Whether the interval, where there is one and a resolution is asked, is narrower than it."""
+        if self.interval is None or self.resolution is None:
+            return True
+        low, high = self.interval
+        return (high - low) / 2 < self.resolution
 
     @property
     def passed(self) -> bool:
-        return self.measured <= self.limit
+        return self.measured <= self.limit and self.resolved
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Target:
+        """The target :meth:`as_dict` gave."""
+        fields = {k: v for k, v in data.items() if k != "passed"}
+        if fields.get("interval") is not None:
+            fields["interval"] = tuple(fields["interval"])
+        return cls(**fields)
 
 
 @dataclass
@@ -124,7 +144,9 @@ def target_table(targets: list[Target]) -> tuple[list[str], list[list[str]]]:
 
 
 def _verdict(target: Target) -> str:
-    return "pass" if target.passed else "FAIL"
+    if target.passed:
+        return "pass"
+    return "FAIL" if target.resolved else "FAIL (interval too wide)"
 
 
 def environment() -> dict[str, str]:
@@ -179,7 +201,7 @@ def write_json(results: list[SuiteResult], env: dict[str, str], method: dict[str
 def read_json(path: Path) -> tuple[SuiteResult, dict[str, str], dict[str, Any]]:
     """A suite's result, environment and method from the file :func:`write_json` wrote."""
     data = json.loads(path.read_text())
-    targets = [Target(**{k: v for k, v in t.items() if k != "passed"}) for t in data["targets"]]
+    targets = [Target.from_dict(t) for t in data["targets"]]
     fields = ("suite", "title", "headers", "rows", "member_ratios", "raw")
     result = SuiteResult(**{k: data[k] for k in fields}, targets=targets)
     return result, data["environment"], data["method"]

@@ -7,7 +7,8 @@ For each release on the package index from ``SUPPORTED.floor`` to ``SUPPORTED.ne
 (``pip index versions deepspeed``), ``pip download --no-deps --no-binary :all:`` fetches its
 sdist (kept in ``--cache``), and ``deepspeed/accelerator/abstract_accelerator.py`` is read
 with :mod:`ast` (:func:`tests.compat.deepspeed_shapes.from_source`): every member of
-``DeepSpeedAccelerator``, its kind, whether it is abstract and its signature. The result is
+``DeepSpeedAccelerator``, its kind, whether it is abstract and its signature; and so is
+``deepspeed/accelerator/cpu_accelerator.py``'s ``CPU_Accelerator`` (``cpu_from_source``). The result is
 written to ``tests/data/deepspeed-shapes.json``, which ``tests/compat/test_deepspeed_releases.py``
 checks the adapter's ``SHAPES`` table and the installed DeepSpeed against.
 """
@@ -27,7 +28,7 @@ from package_index import pip, releases_in_range  # noqa: E402
 
 from accelhal.compat._releases import release_key  # noqa: E402
 from accelhal.compat.deepspeed._releases import SUPPORTED  # noqa: E402
-from tests.compat.deepspeed_shapes import DATA, SOURCE, from_source  # noqa: E402
+from tests.compat.deepspeed_shapes import CPU_SOURCE, DATA, SOURCE, cpu_from_source, from_source  # noqa: E402
 
 
 def sdist(release: str, cache: Path) -> Path:
@@ -42,15 +43,18 @@ def sdist(release: str, cache: Path) -> Path:
     return existing[0]
 
 
-def read_release(archive: Path) -> dict[str, object]:
-    """The recorded shape of the release in ``archive``."""
+def read_release(archive: Path) -> tuple[dict[str, object], dict[str, object]]:
+    """The recorded shapes of the release in ``archive``: ``DeepSpeedAccelerator``'s and ``CPU_Accelerator``'s."""
+    found = []
     with tarfile.open(archive) as tar:
-        member = next((m for m in tar.getmembers() if m.name.endswith("/" + SOURCE)), None)
-        if member is None:
-            raise SystemExit(f"{archive.name} has no {SOURCE}")
-        handle = tar.extractfile(member)
-        assert handle is not None
-        return dict(from_source(handle.read().decode("utf-8")))
+        for path in (SOURCE, CPU_SOURCE):
+            member = next((m for m in tar.getmembers() if m.name.endswith("/" + path)), None)
+            if member is None:
+                raise SystemExit(f"{archive.name} has no {path}")
+            handle = tar.extractfile(member)
+            assert handle is not None
+            found.append(handle.read().decode("utf-8"))
+    return dict(from_source(found[0])), dict(cpu_from_source(found[1]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,11 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     args.cache.mkdir(parents=True, exist_ok=True)
     releases = args.releases or releases_in_range(SUPPORTED)
     data = json.loads(DATA.read_text(encoding="utf-8")) if DATA.is_file() and args.releases else {"releases": {}}
+    data.setdefault("cpu", {})
     for release in releases:
-        data["releases"][release] = read_release(sdist(release, args.cache))
-        print(f"{release}: {len(data['releases'][release])} members")
-    data["source"] = f"{SOURCE} of each release's sdist, read by scripts/record_deepspeed_shapes.py"
-    data["releases"] = dict(sorted(data["releases"].items(), key=lambda item: release_key(item[0])))
+        data["releases"][release], data["cpu"][release] = read_release(sdist(release, args.cache))
+        print(f"{release}: {len(data['releases'][release])} members, CPU_Accelerator {len(data['cpu'][release])}")
+    data["source"] = (
+        f"{SOURCE} (releases) and {CPU_SOURCE} (cpu) of each release's sdist, read by "
+        "scripts/record_deepspeed_shapes.py"
+    )
+    for key in ("releases", "cpu"):
+        data[key] = dict(sorted(data[key].items(), key=lambda item: release_key(item[0])))
     DATA.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {DATA.relative_to(REPO)} ({len(data['releases'])} releases)")
     return 0

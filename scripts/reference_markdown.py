@@ -8,6 +8,8 @@
   in probing order, from ``accelhal_backends.catalog``, and the range their priorities span.
 - ``docs/reference/cli.md``, between its markers: the ``--help`` of the command and of each
   subcommand as it prints in an 80-column terminal, from the argparse parser.
+- ``docs/reference/api.md``, between its markers: every exception class of ``accelhal.errors``
+  with its bases, so that a reader sees what an ``except`` clause catches.
 
 Run it after changing a docstring, a backend's declaration or the command's arguments::
 
@@ -404,6 +406,26 @@ def cli_block() -> str:
     return "\n".join(out)
 
 
+def errors_block() -> str:
+    """Every exception class of :mod:`accelhal.errors`: its bases (what an ``except`` clause catches it as) and use."""
+    from accelhal import errors
+
+    classes = [
+        value
+        for value in vars(errors).values()
+        if isinstance(value, type) and issubclass(value, errors.AccelhalError) and value.__module__ == errors.__name__
+    ]
+    rows = ["| Exception | Bases | Also a | Raised for |", "|---|---|---|---|"]
+    for cls in classes:
+        bases = ", ".join(f"`{base.__name__}`" for base in cls.__bases__)
+        general = ("object", "BaseException", "Exception")  # what catches every error alike
+        builtin = [k.__name__ for k in cls.__mro__[1:] if k.__module__ == "builtins" and k.__name__ not in general]
+        caught = ", ".join(f"`{name}`" for name in builtin) or "-"
+        about = inline((cls.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "))
+        rows.append(f"| `{cls.__name__}` | {bases} | {caught} | {about} |")
+    return "\n".join(rows)
+
+
 def with_block(path: Path, block: str) -> str:
     """The text of ``path`` with what lies between its markers replaced by ``block``."""
     text = path.read_text()
@@ -420,6 +442,7 @@ def pages() -> dict[Path, str]:
         REFERENCE / "contract.md": contract_page(),
         REFERENCE / "priorities.md": with_block(REFERENCE / "priorities.md", priorities_block()),
         REFERENCE / "cli.md": with_block(REFERENCE / "cli.md", cli_block()),
+        REFERENCE / "api.md": with_block(REFERENCE / "api.md", errors_block()),
     }
 
 

@@ -129,9 +129,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Remove the run's Inductor cache (made by :func:`pytest_configure`)."""
+    """Remove the run's Inductor cache (made by :func:`pytest_configure`) and the groups file of the workers."""
     if not hasattr(config, "workerinput"):
         shutil.rmtree(os.environ.pop(INDUCTOR_CACHE, ""), ignore_errors=True)
+        parallel.forget_groups(config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Each xdist worker is told the distribution chosen here and where to write the groups (:mod:`tests.parallel`)."""
+    parallel.tell_worker(node)
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)

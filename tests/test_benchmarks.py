@@ -45,6 +45,38 @@ def test_median_interval_covers_the_median_and_narrows_with_more_samples() -> No
     assert small.summary()["median_ci95"] == list(small.median_ci())
 
 
+def test_students_t_table_agrees_with_its_expansion_and_the_normal_limit() -> None:
+    """The typed table against t's Cornish-Fisher expansion (three terms: within 0.01 from 4 degrees of freedom)."""
+    import math
+    import statistics
+
+    from benchmarks.method import student_t_975
+
+    z = statistics.NormalDist().inv_cdf(0.975)
+    for df in range(4, 31):
+        expansion = (
+            z
+            + (z**3 + z) / (4 * df)
+            + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+        )
+        assert math.isclose(student_t_975(df), expansion, abs_tol=0.01), df
+    assert student_t_975(1) == 12.706 and 1.96 < student_t_975(1000) < 1.963
+    with pytest.raises(ValueError, match="1 degree of freedom or more"):
+        student_t_975(0)
+
+
+def test_geometric_mean_interval_is_symmetric_in_logs_and_narrows_with_more_units() -> None:
+    import math
+
+    few = Sample([0.95, 1.05, 1.0, 0.98], "x")
+    centre, low, high = few.geometric_mean_ci()
+    assert math.isclose(centre, math.prod(few.values) ** 0.25)
+    assert math.isclose(math.log(centre) - math.log(low), math.log(high) - math.log(centre))
+    _, more_low, more_high = Sample(few.values * 5, "x").geometric_mean_ci()
+    assert low < more_low < centre < more_high < high
+
+
 def test_process_figures_come_on_both_clocks_from_fresh_interpreters() -> None:
     """The CPU clock is the child's own CPU time: three million additions outweigh an empty run."""
     busy = "x = 0\nfor i in range(3_000_000): x += i"
@@ -172,3 +204,133 @@ def test_adapter_blocks_alternate_in_rotated_rounds_after_an_untimed_warm_up() -
     samples = alternate({"own": block("own", 1.0), "accelhal": block("accelhal", 2.0)}, rounds=3)
     assert calls == ["own", "accelhal", "own", "accelhal", "accelhal", "own", "own", "accelhal"]
     assert samples["own"].values == [1.0] * 3 and samples["accelhal"].values == [2.0] * 3
+
+
+def test_the_probe_counts_each_entry_into_accelhal_once_per_call_with_what_replays_it() -> None:
+    """Calls made inside accelhal's code are part of the entry that made them; a replay answers as the call did."""
+    from benchmarks.adapters import Probe, replays
+
+    acc = accelhal.get_accelerator()
+    probe = Probe()
+    for _ in range(2):
+        probe.on()
+        accelhal.get_accelerator().device_name(0)  # the indexed name calls accelhal's code beneath it
+        sorted(range(3))
+        probe.off()
+    calls = replays(probe, lambda call: None)
+    assert probe.steps == 2 and [c.per_step for c in calls] == [1.0, 1.0]
+    assert [c.own for c in calls] == [None, None]
+    assert "get_accelerator <- test_benchmarks.py:" in calls[0].site
+    assert calls[0].ours() is acc and calls[1].ours() == acc.device_name(0)
+
+
+def test_added_time_is_the_calls_per_step_times_each_calls_cost_over_its_counterpart() -> None:
+    import time
+
+    from benchmarks.adapters import Replay, added_per_step
+
+    def slow() -> int:
+        return sum(range(300))
+
+    same = Replay("same", slow, slow, "same <- here", per_step=2.0)
+    assert added_per_step([], 3, 0.0005, time.process_time) == ([0.0] * 3, [{}] * 3)
+    added, costs = added_per_step(
+        [Replay("slow", slow, None, "slow <- here", per_step=5.0), same], 2, 0.0005, time.process_time
+    )
+    assert len(added) == 2 and all(a > 0 for a in added)
+    for seconds, row in zip(added, costs, strict=True):
+        expected = 5 * (row["slow <- here ours"] - row["slow <- here own"]) + 2 * (
+            row["same <- here ours"] - row["same <- here own"]
+        )
+        assert seconds == pytest.approx(expected)
+        assert row["slow <- here ours"] > 3 * row["slow <- here own"]
+
+
+def test_a_target_whose_interval_is_wider_than_its_resolution_fails_as_unresolved(tmp_path: Path) -> None:
+    from benchmarks.results import read_json, write_json
+
+    resolved = Target("resolved", 1.004, 1.01, "x", interval=(1.003, 1.005), resolution=0.01)
+    unresolved = Target("unresolved", 1.001, 1.01, "x", interval=(0.97, 1.03), resolution=0.01)
+    assert resolved.passed and not unresolved.passed and not unresolved.resolved
+    page = results_markdown([SuiteResult("demo", "Demo", ["a"], [["b"]], [resolved, unresolved])], {}, {}, None, "x")
+    assert "| resolved | 1.004x |" in page and "| FAIL (interval too wide) |" in page
+    write_json([SuiteResult("demo", "Demo", ["a"], [["b"]], [resolved, unresolved])], {}, {}, tmp_path)
+    assert read_json(tmp_path / "demo.json")[0].targets == [resolved, unresolved]
+
+
+def _vllm_block(ttft: float, decode: float) -> dict[str, Any]:
+    """A block as an engine answers it, with the same seconds on both clocks."""
+    from benchmarks import vllm
+
+    kinds = {"ttft": [ttft] * vllm.PER_BLOCK, "decode": [decode] * vllm.PER_BLOCK}
+    return {"tokens": vllm.TOKENS, **{k: {"wall": v, "cpu": v} for k, v in kinds.items()}}
+
+
+def _vllm_generation(slower: float, probe: bool) -> dict[str, Any]:
+    """One generation as :func:`benchmarks.vllm.generation` returns it: own, bridge ``slower`` on both figures, and
+    testdev as fast as own."""
+    from benchmarks import vllm
+
+    own = [_vllm_block(0.010, 0.010 + 0.001 * (vllm.TOKENS - 1) * f) for f in (1.0, 2.0, 1.0)]
+    bridge = [_vllm_block(0.010 * slower, 0.010 * slower + 0.001 * (vllm.TOKENS - 1) * f * slower) for f in (1, 2, 1)]
+    names = ("own", "bridge", "testdev")
+    ready = {name: {"platform": vllm.PLATFORMS[name], "vllm": "0.32.0", "start_seconds": 30.0} for name in names}
+    probed = {"calls": {"sync <- step": 2.0}, "added": [1e-6, 2e-6, 3e-6]}
+    return {
+        "ready": ready,
+        "blocks": {"own": own, "bridge": bridge, "testdev": own},
+        "probe": {name: {"ttft": probed, "decode": probed} for name in names} if probe else {},
+    }
+
+
+def test_vllm_targets_are_the_generations_geometric_mean_with_its_interval(tmp_path: Path) -> None:
+    """Each generation's ratio is its blocks' median; a target their geometric mean, judged with its interval."""
+    from benchmarks import vllm
+
+    slower = (1.25, 1.10, 1.15)
+    generations = [_vllm_generation(f, probe=i == 0) for i, f in enumerate(slower)]
+    data = {"compared": "bridge", "generations": generations, "seconds": 100.0, "load": [1.0, 2.0]}
+    result = vllm.summarise(data)
+    assert vllm.figures(generations[0]["blocks"]["own"][1], "cpu") == pytest.approx((0.010, 500.0))
+    ttft, rate = result.targets
+    mean = (1.25 * 1.10 * 1.15) ** (1 / 3)
+    assert ttft.measured == pytest.approx(mean) and rate.measured == pytest.approx(mean)
+    low, high = rate.interval or (0.0, 0.0)
+    assert low < 1.10 and high > 1.25 and rate.limit == 1.02 and not rate.passed
+    assert "each generation's: 1.250, 1.100, 1.150" in " ".join(r[3] for r in result.rows)
+    testdev = {row[0]: row[1] for row in result.rows if row[0].startswith(vllm.LABELS["testdev"] + " /")}
+    assert len(testdev) == 4 and set(testdev.values()) == {"1.000x"}  # four figures, no target
+    page = vllm.write_page(result, {"python": "3"}, {"repeats": 51}, tmp_path)
+    assert page is not None and "## Targets (0 of 2 pass)" in page.read_text()
+    assert "| vllm | 0.32.0 |" in page.read_text() and "| generations | 3 in 100 s (at most 20" in page.read_text()
+    assert "2 calls into accelhal per generate, adding 2.00 us" in ttft.note
+
+
+def test_vllm_target_passes_only_when_its_interval_resolves_two_per_cent() -> None:
+    from benchmarks import vllm
+
+    close = [_vllm_generation(f, probe=False) for f in (1.001, 1.004, 0.999, 1.002)]
+    wide = [_vllm_generation(f, probe=False) for f in (0.96, 1.04, 0.97, 1.05)]
+    for generations, passed in ((close, True), (wide, False)):
+        data = {"compared": "bridge", "generations": generations, "seconds": 1.0, "load": [0.0, 0.0]}
+        targets = vllm.summarise(data).targets
+        assert [t.passed for t in targets] == [passed, passed], [t.interval for t in targets]
+        assert all(t.measured <= 1.02 for t in targets)
+
+
+def test_vllm_suite_says_it_is_skipped_where_vllm_is_not_installed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The main environment's ``python -m benchmarks`` still runs; no results page is written."""
+    import importlib.util
+
+    from benchmarks import vllm
+    from benchmarks.cli import main
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here: the suite would run")
+    assert main(["--suite", "vllm", "--quick", "--out", str(tmp_path)]) == 0
+    assert f"vllm suite skipped: vLLM is not installed in {sys.executable}" in capsys.readouterr().out
+    result = vllm.run(TINY)
+    assert result.targets == [] and vllm.write_page(result, {}, {}, tmp_path) is None
+    assert not list(tmp_path.glob("RESULTS*"))

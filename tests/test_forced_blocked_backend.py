@@ -20,6 +20,6 @@ def test_forcing_a_blocked_backend_says_its_plugin_is_not_loaded() -> None:
     env.update(ACCELHAL_BLOCK_PLUGINS="xpu", ACCELHAL_ACCELERATOR="xpu")
     out = subprocess.run([sys.executable, "-c", FORCE], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "unknown accelerator 'xpu' (from ACCELHAL_ACCELERATOR); known accelerators: cpu, cuda, hpu, mlu, mps, "
-        "musa, npu, sdaa, supa, xla. Its plugin is not loaded: listed in ACCELHAL_BLOCK_PLUGINS."
+        "unknown accelerator 'xpu' (requested by ACCELHAL_ACCELERATOR); known accelerators: npu, sdaa, mps, hpu, "
+        "mlu, supa, musa, cuda, xla, cpu, generic. Its plugin is not loaded: listed in ACCELHAL_BLOCK_PLUGINS."
     )

@@ -125,14 +125,17 @@ def prefix_install(name: str, *requirements: str) -> Path:
     """``pip install --prefix`` of ``requirements`` (no dependencies) into a cached directory; returns it.
 
     For packages whose files would clash with the test environment's own (MPICH's ``bin/mpiexec``
-    beside Open MPI's); built once and kept beside the vendor venvs.
+    beside Open MPI's), or that are other releases of the test environment's own packages (an older
+    transformers): ``--ignore-installed``, without which pip uninstalls those from the test environment.
+    Built once and kept beside the vendor venvs.
     """
     key_inputs = {"python": sys.version, "requirements": requirements}
     path = _cached(f"prefix-{name}", key_inputs)
     with locked(path):
         if not (path / _COMPLETE).is_file():
             shutil.rmtree(path, ignore_errors=True)
-            run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--prefix", str(path), *requirements])
+            pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed"]
+            run([*pip, "--prefix", str(path), *requirements])
             (path / _COMPLETE).write_text(json.dumps(key_inputs, indent=2))
     return path
 

@@ -21,6 +21,12 @@ when selection failed), or :class:`~accelhal.cli.models.ErrorOutput`. A closed p
 command's own. What vendor packages print while they are imported or probed goes to
 stderr (see :mod:`accelhal.vendor_output`).
 
+Each call into a device's runtime is bounded by ``--timeout SECONDS`` (``ACCELHAL_TIMEOUT``,
+60 s): one that runs over is named on stderr with its stack, and the command goes on
+without it, with the statuses and the JSON document above (:mod:`accelhal.cli.deadline`).
+``SIGINT``, ``SIGTERM`` and ``SIGHUP`` end the command and every process it started, after
+one ``accelhal: error:`` line saying what it was in; after Ctrl-C the exit status is 130.
+
 Example::
 
     $ accelhal explain cuda
@@ -30,21 +36,17 @@ Example::
 from __future__ import annotations
 
 import argparse
-import gc
+import functools
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from accelhal._version import __version__
-from accelhal.cli import check, doctor, explain, info, listing, ray_resources, schema
+from accelhal.cli import check, deadline, doctor, explain, info, listing, ray_resources, schema
+from accelhal.cli.status import FAILED, USAGE_ERROR
 from accelhal.cli.warnings_filter import hide_torch_numpy_warning
-
-USAGE_ERROR = 2
-"""Exit status of a user mistake (as argparse uses for a bad command line)."""
-
-FAILED = 1
-"""Exit status when vendor or torch code raised where the command could not go on."""
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
@@ -66,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
     # also after the subcommand (`accelhal check -v`); SUPPRESS keeps a global -v from being reset
     json_flag.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
+    json_flag.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="the longest a call into a device's runtime may take before it is called hung and the command goes on "
+        f"without it (default: {deadline.TIMEOUT_VARIABLE}, else {deadline.DEFAULT_TIMEOUT:g})",
+    )
     for module in _SUBCOMMANDS:
         command = sub.add_parser(
             module.NAME,
@@ -79,6 +88,17 @@ def build_parser() -> argparse.ArgumentParser:
         if configure is not None:
             configure(command)
     return parser
+
+
+def _seconds(text: str) -> float:
+    """A positive number of seconds, for ``--timeout``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds (for example 30)")
+    return value
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -96,9 +116,13 @@ def _configure_logging(verbose: bool) -> None:
     logger.addHandler(handler)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command with ``argv`` (``sys.argv[1:]`` by default); returns the exit status."""
-    from accelhal.cli import render
+def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
+    """Run the command with ``argv`` (``sys.argv[1:]`` by default); returns the exit status.
+
+    With ``bounded`` (the ``accelhal`` program), the command runs in a worker process whose calls
+    into device runtimes are bounded by ``--timeout`` (:mod:`accelhal.cli.deadline`); without it, in
+    this process, unbounded.
+    """
     from accelhal.errors import AccelhalError
 
     hide_torch_numpy_warning()  # before anything imports torch
@@ -114,6 +138,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
         args.pytest_args = passthrough
     _configure_logging(args.verbose)
+    if not bounded:
+        return _run(args)
+    try:
+        # doctor reports a bad variable as a finding, and schema reads none: both go on with the default
+        timeout = deadline.resolve_timeout(args.timeout, os.environ)
+    except AccelhalError as exc:
+        if args.command not in ("doctor", "schema"):
+            return _failed(args, str(exc), USAGE_ERROR)
+        timeout = deadline.DEFAULT_TIMEOUT
+    return deadline.supervise(functools.partial(_run, args), args.command, timeout, getattr(args, "json", False))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command in this process; its exit status."""
+    from accelhal.cli import render
+    from accelhal.errors import AccelhalError
+
     try:
         status = int(args.handler(args))
         render.write("")  # what stdout still holds: a reader that went away is seen here, not at exit
@@ -121,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AccelhalError as exc:
         return _failed(args, str(exc), USAGE_ERROR)
     except KeyboardInterrupt:
-        return 130
+        return deadline.INTERRUPTED
     except BrokenPipeError:  # the reader went away (`accelhal list | head -1`): not an error
         render.close_output(1)
         return 0
@@ -146,10 +187,15 @@ def _failed(args: argparse.Namespace, message: str, status: int) -> int:
 def console_main() -> NoReturn:
     """The ``accelhal`` program (and ``python -m accelhal``): :func:`main`, then exit with its status.
 
-    Not for programmatic use (use :func:`main`): before exiting it freezes every object of the
-    process (``gc.freeze()``), so that the interpreter's shutdown leaves them to the operating
-    system instead of collecting them again, which after ``import torch`` takes about 0.4 s.
+    Not for programmatic use (use :func:`main`): the command runs in a worker process
+    (:mod:`accelhal.cli.deadline`), and this process, which followed it, ends without the
+    interpreter's shutdown (``os._exit``, after flushing its output): it has nothing left to
+    do, and after ``import torch`` the shutdown takes about 0.4 s.
     """
-    status = main()
-    gc.freeze()
-    raise SystemExit(status)
+    status = main(bounded=True)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        pass  # the reader went away: the worker said what it had to
+    os._exit(status)

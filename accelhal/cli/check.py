@@ -53,7 +53,7 @@ DESCRIPTION = (
     "Run accelhal's conformance suite (accelhal.testing) against a backend, with live progress and a "
     "summary table. Arguments after '--' are passed to pytest."
 )
-USAGE = "accelhal check [-h] [--json] [NAME] [-- PYTEST_ARGS ...]"
+USAGE = "accelhal check [-h] [--json] [-v] [--timeout SECONDS] [NAME] [-- PYTEST_ARGS ...]"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

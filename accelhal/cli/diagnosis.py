@@ -107,6 +107,11 @@ def _check_settings(ctx: Context) -> None:
             setattr(ctx, attribute, parse_seconds(variable, ctx.environ.get(variable), default))
         except ConfigurationError as exc:
             _bad_variable(ctx, exc)
+    for variable in ("ACCELHAL_TIMEOUT", "ACCELHAL_HANG_WARNING_SECONDS"):  # the command's deadline, the watchdog's
+        try:
+            parse_seconds(variable, ctx.environ.get(variable), 1.0)
+        except ConfigurationError as exc:
+            _bad_variable(ctx, exc)
 
 
 def _check_override_conflict(ctx: Context) -> None:
@@ -331,10 +336,10 @@ def _check_selection(ctx: Context) -> None:
             )
         )
     elif forced is not None:
-        from accelhal.selection import registry
+        from accelhal.selection import known_names, registry
 
         variable = ctx.settings.accelerator_variable
-        known = registry().names()
+        known = known_names(registry())
         remedy = (
             f"make {forced!r} usable ('accelhal explain {forced}' says why it is not)"
             if forced in known
@@ -384,9 +389,10 @@ def _check_plugins(ctx: Context) -> None:
                     code="backend-broken",
                     title=f"backend {candidate.name!r} {STATUS_PHRASES[candidate.status]}",
                     detail=sentence(f"{candidate.source}: {candidate.reason}"),
-                    fix=sentence(
-                        candidate.hint or f"repair {repair}, or skip it with ACCELHAL_BLOCK_PLUGINS={candidate.plugin}",
-                        capital=True,
+                    fix=(
+                        f"{sentence(candidate.hint, capital=True)} Until then, {_BLOCK}={candidate.plugin} skips it."
+                        if candidate.hint
+                        else f"Repair {repair}, or skip it with {_BLOCK}={candidate.plugin}."
                     ),
                 )
             )
@@ -395,8 +401,9 @@ def _check_plugins(ctx: Context) -> None:
 def _check_installed_without_device(ctx: Context) -> None:
     """A notice for each vendor runtime that is installed and loads but sees no device.
 
-    That is a named backend's vendor module, or the device torch itself reports (the generic
-    backend: an out-of-tree device that torch loaded).
+    That is a third-party backend, a built-in backend's vendor module, or the device torch itself
+    reports (the generic backend: an out-of-tree device that torch loaded). The notice says to run
+    the backend's ``device_check_command`` where it declares one.
     """
     from accelhal.selection import registry
 
@@ -406,11 +413,17 @@ def _check_installed_without_device(ctx: Context) -> None:
         spec = registration.spec
         candidate = ctx.report.candidate(spec.name)
         vendor = [module for module in spec.requires if module != "torch"]
-        if candidate is None or candidate.status is not Status.NO_DEVICE or not (vendor or spec.generic):
+        third_party = not registration.plugin.builtin
+        if candidate is None or candidate.status is not Status.NO_DEVICE or not (vendor or spec.generic or third_party):
             continue  # torch's own device modules (torch.cuda, torch.xpu) are in every torch: no notice
         command = spec.device_check_command
         look = f"run {command} to see what the driver finds" if command else "check its driver and its devices"
-        what = ", ".join(vendor) + " is installed and loads" if vendor else f"torch's accelerator {spec.name!r} loads"
+        if vendor:
+            what = ", ".join(vendor) + " is installed and loads"
+        elif third_party:
+            what = f"the {spec.name!r} backend of {candidate.source} loads"
+        else:
+            what = f"torch's accelerator {spec.name!r} loads"
         ctx.problems.append(
             Problem(
                 code="no-device",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from rich.text import Text
 
-from accelhal.cli import render
+from accelhal.cli import deadline, render
 from accelhal.cli.models import Severity
 
 NAME = "doctor"
@@ -24,7 +25,20 @@ def run(args: argparse.Namespace) -> int:
     """Print the problems found and their fixes."""
     from accelhal.cli.diagnosis import diagnose
 
-    output = diagnose()
+    limit = "ACCELHAL_DOCTOR_TIMEOUT"
+    before = os.environ.get(limit)
+    given = getattr(args, "timeout", None)
+    if given is None and before is None:  # the command's timeout bounds the discovery child's steps too
+        given = _valid_seconds(deadline.TIMEOUT_VARIABLE)
+    if given is not None:
+        os.environ[limit] = f"{given:g}"
+    try:
+        output = diagnose()
+    finally:
+        if before is None:
+            os.environ.pop(limit, None)
+        else:
+            os.environ[limit] = before
     if args.json:
         render.print_json(output)
         return 0 if output.healthy else 1
@@ -50,6 +64,17 @@ def run(args: argparse.Namespace) -> int:
     found = _count(counts[Severity.ERROR], "problem") + " found" + (f" ({others})" if others else "")
     out.print(Text(f"{found}.", style="bold red"))
     return 1
+
+
+def _valid_seconds(variable: str) -> float | None:
+    """The variable's seconds where it is set and valid (a bad value is one of the findings)."""
+    from accelhal.errors import ConfigurationError
+    from accelhal.settings import parse_seconds
+
+    try:
+        return parse_seconds(variable, os.environ.get(variable), 0.0) or None
+    except ConfigurationError:
+        return None
 
 
 def _count(number: int, noun: str) -> str:

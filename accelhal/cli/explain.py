@@ -4,8 +4,10 @@ The answer is one of :class:`~accelhal.cli.models.Outcome`: not installed, no de
 broken, replaced (another package answers for its device module), probe error (with the
 exception), invalid, blocked, plugin failed, lower priority, not probed (an override chose
 another), selection failed, ambiguous or unknown (with the names that are known). An
-unknown or ambiguous name is a user mistake: exit status 2; otherwise the status is 1 when
-selection failed (whichever backend is explained), else 0.
+unknown or ambiguous name is a user mistake: after the explanation, one ``accelhal: error:``
+line on stderr and exit status 2; otherwise the status is 1 when selection failed
+(whichever backend is explained), else 0. The hint is the verdict's (else the spec's), or
+for a plugin failure of this backend what ``accelhal doctor`` says to do.
 
 ``generic``, where no backend has that name, is resolved as selection resolves it
 (:func:`accelhal.selection.generic_backend`): the backend of the device ``torch.accelerator``
@@ -90,9 +92,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _candidate_details(candidate: CandidateReport, report: DetectionReport) -> list[str]:
+def _candidate_details(candidate: CandidateReport, report: DetectionReport, said: str = "") -> list[str]:
+    """The verdict (its reason unless ``said`` gives it already) and where the backend comes from."""
+    reason = reason_text(candidate.status, short_reason(candidate, report))
+    verdict = candidate.status.value if reason in said else f"{candidate.status.value} ({reason})"
     return [
-        f"verdict: {candidate.status.value} ({reason_text(candidate.status, short_reason(candidate, report))})",
+        f"verdict: {verdict}",
         f"priority {candidate.priority}, from {candidate.source} (plugin {candidate.plugin!r})",
     ]
 
@@ -148,7 +153,7 @@ def _explain_unregistered(name: str, report: DetectionReport, known: list[str]) 
     summary = f"no installed plugin registers a backend named {quote(name)}"
     unloaded = _autoload_skipped()
     if unloaded is None:
-        hint = f"install the distribution that provides {quote(name)}, or use one of: {', '.join(known)}"
+        hint = f"install the distribution that provides {quote(name)}, or ask for one of the known backends"
     else:  # the device may be a vendor's that torch's autoload was told not to load
         variable, value, points = unloaded
         summary += f"; torch's device autoload is off ({variable}={value}), so no torch.backends entry point was loaded"
@@ -217,7 +222,9 @@ def explain(name: str | None, report: DetectionReport, registry: Registry) -> Ex
 
 
 def _explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
-    known = registry.names()
+    from accelhal.selection import known_names
+
+    known = known_names(registry)
     if name is None or name == report.chosen:
         return _explain_active(report, known)
     if name not in registry.backends:
@@ -237,14 +244,15 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
             known=known,
         )
     outcome, summary = _why_not(candidate, report)
-    failures = [failure_line(f, report) for f in report.failures if f.backend == name]
+    own = [f for f in report.failures if f.backend == name]
+    failures = [failure_line(f, report) for f in own if f.detail not in summary]
     return ExplainOutput(
         name=name,
         active=report.chosen,
         outcome=outcome,
         summary=summary,
-        details=[*_candidate_details(candidate, report), *failures],
-        hint=candidate.hint,
+        details=[*_candidate_details(candidate, report, summary), *failures],
+        hint=candidate.hint or (failure_fix(own[0], report) if own else None),
         known=known,
     )
 
@@ -292,4 +300,10 @@ def run(args: argparse.Namespace) -> int:
             render.field(out, "hint", sentence(output.hint, capital=True))
         if output.active and output.active != output.name:
             render.field(out, "active backend", output.active)
+    if output.outcome is Outcome.UNKNOWN and name is not None:
+        from accelhal.errors import UnknownBackendError
+
+        render.error(str(UnknownBackendError(name, output.known)))
+    elif output.outcome is Outcome.AMBIGUOUS:
+        render.error(output.summary)
     return exit_status(output)

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import traceback
@@ -45,11 +46,28 @@ def exception_text(exc: BaseException) -> str:
 
 
 def call(device: str, name: str, function: Callable[[], _T]) -> _T:
-    """``function()``; any exception it raises becomes a :class:`RuntimeCallError` for ``device`` and call ``name``."""
+    """``function()`` as one bounded step (:func:`bounded`); what it raises becomes a :class:`RuntimeCallError`.
+
+    The error names ``device`` and call ``name``; a call refused because it hung before raises so too.
+    """
     try:
-        return function()
+        with bounded(device, name):
+            return function()
     except Exception as exc:
         raise RuntimeCallError(device, name, exc) from exc
+
+
+def bounded(device: str, name: str) -> contextlib.AbstractContextManager[None]:
+    """A block that calls ``name`` in ``device``'s runtime, as one step of :mod:`accelhal.watchdog`.
+
+    The command bounds it (:mod:`accelhal.cli.deadline`): entering it raises
+    :class:`~accelhal.cli.deadline.DeviceCallHungError` where the same call hung in an earlier attempt.
+    """
+    from accelhal import plugins, watchdog
+
+    known = plugins.current_registry()
+    registration = known.backends.get(device) if known is not None else None
+    return watchdog.step("call", registration.plugin.name if registration else "", device, name)
 
 
 def _own_directories() -> tuple[str, ...]:

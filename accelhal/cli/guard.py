@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from accelhal import children, watchdog
+
 STEP_PREFIX = "accelhal-doctor-step "
 RESULT_PREFIX = "accelhal-doctor-result "
 SETUP_LIMIT = 300.0
@@ -159,17 +161,6 @@ def _describe_exit(code: int) -> str:
     return f"exit status {code}"
 
 
-def _kill(proc: subprocess.Popen[str]) -> None:
-    """Kill the child and whatever it started (its own process group)."""
-    try:
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover  (no process groups)
-            proc.kill()
-    except ProcessLookupError:
-        pass  # it ended meanwhile
-
-
 def _close_pipes(proc: subprocess.Popen[str], pumps: list[threading.Thread]) -> None:
     """Close the child's pipes once their readers are done (at their end, or once a killed child's closed).
 
@@ -182,7 +173,17 @@ def _close_pipes(proc: subprocess.Popen[str], pumps: list[threading.Thread]) -> 
 
 
 def _run_child(env: dict[str, str], step_limit: float) -> _Run:
-    """One child; follows its steps, kills it (and its process group) when a step outlives its limit."""
+    """One child; follows its steps, kills it (and what it started) when a step outlives its limit.
+
+    The child runs in a session of its own (a terminal's Ctrl-C reaches this process, which kills
+    it) and dies with this process (:mod:`accelhal.children`). Its plugin steps are this process's
+    steps too, unbounded here (the child's limit bounds them), so that a stopped command names them.
+    """
+    with watchdog.region():
+        return _follow_child(env, step_limit)
+
+
+def _follow_child(env: dict[str, str], step_limit: float) -> _Run:
     run = _Run()
     proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, json.dumps(sys.path)],
@@ -192,7 +193,7 @@ def _run_child(env: dict[str, str], step_limit: float) -> _Run:
         stderr=subprocess.PIPE,
         text=True,
         errors="replace",
-        start_new_session=True,
+        **children.popen_options(new_session=True),
     )
     lines: queue.Queue[tuple[str, str | None]] = queue.Queue()
     assert proc.stdout is not None and proc.stderr is not None
@@ -209,18 +210,23 @@ def _run_child(env: dict[str, str], step_limit: float) -> _Run:
         except queue.Empty:
             limit = step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT
             run.hung, run.how = True, f"no answer within {limit:g} s"
-            _kill(proc)
+            children.kill_tree(proc.pid)
             break
         if line is None:
             open_streams -= 1
         elif tag == "err" and line.startswith(STEP_PREFIX):
             run.step = json.loads(line[len(STEP_PREFIX) :])
+            if run.step and run.step[0] in PLUGIN_STEPS:
+                watchdog.enter(run.step[0], run.step[1], run.step[2], bounded=False)
+            else:
+                watchdog.leave()
             deadline = time.monotonic() + (step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT)
         elif tag == "out" and line.startswith(RESULT_PREFIX):
             run.answer = json.loads(line[len(RESULT_PREFIX) :])
         elif tag == "err":
             run.stderr = [*run.stderr[-19:], line.rstrip("\n")]
     code = proc.wait()
+    children.kill_group(proc.pid)  # what it left behind
     _close_pipes(proc, pumps)
     if not run.hung:
         run.how = _describe_exit(code)

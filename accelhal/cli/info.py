@@ -15,8 +15,8 @@ import argparse
 from rich.console import Console
 
 from accelhal.cli import render
-from accelhal.cli.models import InfoOutput
-from accelhal.cli.wording import decision_sentence, failure_line, probe_rows
+from accelhal.cli.models import InfoOutput, VllmPlatformReport
+from accelhal.cli.wording import decision_sentence, failure_line, plugin_problems, probe_rows
 from accelhal.report import AcceleratorInfo, DetectionReport
 from accelhal.text import sentence
 
@@ -39,7 +39,7 @@ HELD_BACK = frozenset({"blocked", "not-allowed", "autoload-disabled", "deferred"
 
 def collect() -> InfoOutput:
     """Run selection and describe the active accelerator; when that fails, ``error`` says why."""
-    from accelhal.cli.faults import describe
+    from accelhal.cli.faults import bounded, describe
     from accelhal.selection import detect, get_accelerator
 
     report = detect()
@@ -47,17 +47,32 @@ def collect() -> InfoOutput:
 
     def output(accelerator: AcceleratorInfo | None, error: str | None = None) -> InfoOutput:
         return InfoOutput(
-            detection=report, accelerator=accelerator, error=error, plugin_problems=report.failures, held_back=held_back
+            detection=report,
+            accelerator=accelerator,
+            error=error,
+            plugin_problems=plugin_problems(report),
+            held_back=held_back,
         )
 
     if report.chosen is None:
         return output(None, report.explanation)
     acc = get_accelerator()
     try:
-        described = acc.info()
+        with bounded(acc.name, "info()"):
+            described = acc.info()
     except Exception as exc:  # a device's runtime can raise in any call: say which, go no further
         return output(None, f"the active backend {acc.name!r} raised while it was described: {describe(exc)}")
-    return output(described)
+    return output(described).model_copy(update={"vllm": vllm_platform(acc.name)})
+
+
+def vllm_platform(backend: str) -> VllmPlatformReport | None:
+    """What vLLM would run on here (``None`` without vLLM); its probes are bounded as the backend's calls are."""
+    from accelhal.cli.faults import bounded
+    from accelhal.compat.vllm._report import platform_choice
+
+    with bounded(backend, "vLLM's platform resolution"):
+        choice = platform_choice()
+    return None if choice is None else VllmPlatformReport(platform=choice.platform, bridge=choice.bridge)
 
 
 def print_why(out: Console, report: DetectionReport) -> None:
@@ -67,20 +82,35 @@ def print_why(out: Console, report: DetectionReport) -> None:
     if rows:
         why += " The probes said:" if report.rule == "fallback" else " The other probes said:"
     elif not_probed:
-        why += f" The other {len(not_probed)} backend(s) were not probed."
+        why += f" {_not_probed_sentence(len(not_probed), report)}"
     render.field(out, "why", why)
     render.columns(out, rows, styled_column=1)
     if rows and not_probed:
         render.items(out, [f"not probed: {', '.join(not_probed)}"])
 
 
-def print_plugin_problems(out: Console, report: DetectionReport) -> None:
+def _not_probed_sentence(count: int, report: DetectionReport) -> str:
+    """``The other 10 registered backends were not probed``, and how many plugins were not imported at all.
+
+    A plugin deferred under a forced backend registered nothing in this process: its backends are not counted.
+    """
+    said = f"The other {count} registered backend{'s were' if count != 1 else ' was'} not probed"
+    deferred = sum(p.state == "deferred" for p in report.plugins)
+    if deferred:
+        said += (
+            f", and {deferred} plugin{'s were' if deferred != 1 else ' was'} not imported (plugins held back, below)"
+        )
+    return said + "."
+
+
+def print_plugin_problems(out: Console, output: InfoOutput) -> None:
     """``plugin problems: none``, or their count and one item each."""
-    if not report.failures:
+    problems = output.plugin_problems
+    if not problems:
         render.field(out, "plugin problems", "none")
         return
-    render.field(out, "plugin problems", f"{len(report.failures)} ('accelhal doctor' says how to fix each)")
-    render.items(out, [failure_line(failure, report) for failure in report.failures])
+    render.field(out, "plugin problems", f"{len(problems)} ('accelhal doctor' says how to fix each)")
+    render.items(out, [failure_line(problem, output.detection) for problem in problems])
 
 
 def print_held_back(out: Console, output: InfoOutput) -> None:
@@ -137,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     versions = [f"accelhal {acc.accelhal_version}", f"torch {acc.torch_version}", f"python {acc.python_version}"]
     versions += [f"{name} {version}" for name, version in sorted(acc.vendor_versions.items())]
     render.field(out, "versions", ", ".join(versions))
-    print_plugin_problems(out, report)
+    if output.vllm is not None:
+        render.field(out, "vllm platform", f"{output.vllm.platform} (accelhal's bridge {output.vllm.bridge})")
+    print_plugin_problems(out, output)
     print_held_back(out, output)
     return 0

@@ -62,22 +62,30 @@ def collect() -> ListOutput:
 
 HINTED = frozenset({Status.BROKEN, Status.PROBE_ERROR, Status.INVALID, Status.REPLACED})
 """Verdicts whose hint is printed under the table: something is wrong, not merely absent."""
+HINTED_THIRD_PARTY = frozenset({Status.NOT_INSTALLED, Status.NO_DEVICE})
+"""Verdicts whose hint is printed too for a third-party backend: a plugin installed for a device it cannot use."""
+
+
+def _hinted(entry: BackendEntry) -> bool:
+    return entry.status in HINTED or (entry.source != "built-in" and entry.status in HINTED_THIRD_PARTY)
 
 
 def _backends(out: Console, output: ListOutput, torch_reason: str | None) -> None:
     """The backends table (one line per backend where the reason fits), then the hints that matter."""
-    table = render.table(out, "backend", "prio", "verdict", "reason", title="Backends")
+    table = render.table(out, "backend", "verdict", "description / reason", title="Backends")
     hints = []
     for entry in output.backends:
         name = Text(entry.name + (" *" if entry.active else ""))
+        name.append(f"\nprio {entry.priority}", style="dim")
         if entry.source != "built-in":
             name.append(f"\n{entry.source}", style="dim")
         if torch_reason is not None and entry.reason == torch_reason:
             reason = "torch cannot load (see above)"
         else:
             reason = reason_text(entry.status, entry.reason)  # a table cell: no full stop
-        table.add_row(name, str(entry.priority), render.styled(entry.status.value), reason)
-        if entry.hint and entry.status in HINTED and entry.reason != torch_reason:
+        described = Text.assemble((entry.description, "dim"), "\n", reason) if entry.description else Text(reason)
+        table.add_row(name, render.styled(entry.status.value), described)
+        if entry.hint and _hinted(entry) and entry.reason != torch_reason:
             hints.append(f"{entry.name}: {sentence(entry.hint, capital=True)}")
     out.print(table)
     if output.chosen:

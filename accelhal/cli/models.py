@@ -31,6 +31,13 @@ class _Output(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class VllmPlatformReport(_Output):
+    """Where vLLM is installed: the platform vLLM would run on here, and the vLLM bridge's decision."""
+
+    platform: str = Field(description="the qualified name vLLM's own resolution gives, or why it fails")
+    bridge: str = Field(description="whether accelhal's vLLM platform answers here, and why (docs/vllm.md)")
+
+
 class InfoOutput(_Output):
     """``accelhal info --json``: how the active backend was chosen, and what it has.
 
@@ -47,12 +54,16 @@ class InfoOutput(_Output):
     )
     plugin_problems: list[FailureReport] = Field(
         default_factory=list,
-        description="every plugin failure (the detection's failures): what the 'plugin problems' line shows",
+        description="every plugin failure (the detection's failures), then a failure of stage 'probe' for each "
+        "backend whose probe raised or whose runtime is broken: what the 'plugin problems' line shows",
     )
     held_back: list[PluginReport] = Field(
         default_factory=list,
         description="every plugin a variable kept from loading (state blocked, not-allowed, autoload-disabled or "
         "deferred; the detail names the variable): what the 'plugins held back' line shows",
+    )
+    vllm: VllmPlatformReport | None = Field(
+        default=None, description="null where vLLM is not installed; else the 'vllm platform' line"
     )
 
 
@@ -61,7 +72,7 @@ class BackendEntry(CandidateReport):
 
     rank: int = Field(description="1 for the backend probed first (highest priority)")
     active: bool
-    description: str
+    description: str = Field(description="the spec's one line on the backend, shown above the reason in the table")
 
 
 class ListOutput(_Output):
@@ -106,7 +117,9 @@ class ExplainOutput(_Output):
     summary: str = Field(description="one sentence: why")
     details: list[str] = Field(description="the evidence: probe reasons, rule, plugin state")
     hint: str | None = None
-    known: list[str] = Field(description="registered backend names, in priority order")
+    known: list[str] = Field(
+        description="the names that may be asked for: the registered backends in priority order, then 'generic'"
+    )
     torch: TorchImportReport | None = Field(default=None, description="how 'import torch' went (the selection's)")
     alias: str | None = Field(
         default=None,

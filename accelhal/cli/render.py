@@ -212,12 +212,16 @@ def print_json(model: BaseModel) -> None:
 
 
 def error(message: str) -> None:
-    """Print ``accelhal: error: message`` to stderr (no markup, no traceback)."""
-    err = console(stderr=True)
-    err.print(Text.assemble(("accelhal: error: ", "bold red"), message))
+    """Print ``accelhal: error: message`` to stderr: one line when piped (no markup, no traceback)."""
+    _line("accelhal: error: ", "bold red", message)
 
 
 def note(message: str) -> None:
-    """Print ``accelhal: note: message`` to stderr, beside output meant for another program."""
+    """Print ``accelhal: note: message`` to stderr, beside output meant for another program: one line when piped."""
+    _line("accelhal: note: ", "bold yellow", message)
+
+
+def _line(label: str, style: str, message: str) -> None:
+    """``label`` then ``message`` on stderr: one line whatever its length when piped, wrapped at words on a terminal."""
     err = console(stderr=True)
-    err.print(Text.assemble(("accelhal: note: ", "bold yellow"), message))
+    err.print(Text.assemble((label, style), message), soft_wrap=not err.is_terminal)

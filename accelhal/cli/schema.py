@@ -19,7 +19,9 @@ DESCRIPTION = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``schema`` arguments."""
-    parser.add_argument("command_name", nargs="?", metavar="COMMAND", choices=sorted(OUTPUT_MODELS))
+    parser.add_argument(
+        "command_name", nargs="?", metavar="COMMAND", help=f"only this one's schema: {', '.join(sorted(OUTPUT_MODELS))}"
+    )
 
 
 def schemas() -> dict[str, dict[str, object]]:
@@ -28,8 +30,13 @@ def schemas() -> dict[str, dict[str, object]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the schema(s) as JSON."""
+    """Print the schema(s) as JSON; an unknown ``COMMAND`` is a usage error (:class:`~accelhal.ConfigurationError`)."""
     everything = schemas()
-    chosen = everything if args.command_name is None else everything[args.command_name]
+    name = args.command_name
+    if name is not None and name not in everything:
+        from accelhal.errors import ConfigurationError
+
+        raise ConfigurationError(f"no schema for {name!r}; the schemas: {', '.join(sorted(everything))}", value=name)
+    chosen = everything if name is None else everything[name]
     render.write(json.dumps(chosen, indent=2) + "\n")
     return 0

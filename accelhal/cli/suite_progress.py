@@ -46,6 +46,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         LISTENER.started(len(session.items))
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Run each test as one step of the command, which bounds it (:mod:`accelhal.cli.deadline`).
+
+    A test stuck in a device call is named with its stack, and in the command's next attempt
+    its setup fails with :class:`~accelhal.cli.deadline.DeviceCallHungError` (an ``error``).
+    """
+    from accelhal import watchdog
+
+    if watchdog.listener is not None:  # the command's worker
+        backend = item.config.getoption("--accelhal-backend", default=None) or "?"
+        watchdog.enter("call", "", backend, f"conformance test {item.nodeid}")
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """The test's step has ended."""
+    from accelhal import watchdog
+
+    watchdog.leave()
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Tell the listener each test's outcome once."""
     if LISTENER is None:

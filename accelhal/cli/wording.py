@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from accelhal.errors import plugin_failure
 from accelhal.report import CandidateReport, DetectionReport, FailureReport
-from accelhal.spec import Status
-from accelhal.text import sentence
+from accelhal.spec import CONTRACT_VERSION, Status
+from accelhal.text import MISSING_MEMBERS, sentence
 
 STATUS_PHRASES: dict[Status, str] = {
     Status.AVAILABLE: "is available",
@@ -66,12 +66,43 @@ def failure_fix(failure: FailureReport, report: DetectionReport) -> str:
         also = "" if "ACCELHAL_BLOCK_PLUGINS" in failure.hint else f" Until then, {block} skips the plugin."
         return sentence(failure.hint, capital=True) + also
     distribution = distribution_of(report, failure.plugin)
-    return f"Skip it with {block}, or upgrade or reinstall {distribution}."
+    if failure.stage != "validate":
+        return f"Skip it with {block}, or upgrade or reinstall {distribution}."
+    if MISSING_MEMBERS in failure.detail:
+        change = (
+            f"implement the missing members of accelhal's contract (version {CONTRACT_VERSION}: "
+            "docs/reference/contract.md gives each member's signature and meaning)"
+        )
+    else:
+        change = "correct the class as the detail says (docs/plugins.md, section 1)"
+    return (
+        f"Reinstalling {distribution} does not change its class: its authors must {change}; "
+        f"'accelhal check {failure.backend or 'NAME'}' then runs the conformance suite. Until then, {block} skips "
+        "the plugin."
+    )
 
 
 def failure_line(failure: FailureReport, report: DetectionReport) -> str:
     """One line for a listing: ``plugin 'acme' cannot be imported (acme-accel 1.0): <detail>.``"""
     return sentence(f"{failure_title(failure)} ({distribution_of(report, failure.plugin)}): {failure.detail}")
+
+
+def plugin_problems(report: DetectionReport) -> list[FailureReport]:
+    """Every plugin problem of the selection: its failures, then each backend whose probe raised or is broken.
+
+    A backend of :data:`~accelhal.selection.FAILING` is a failure of stage ``probe``, as strict mode
+    raises it; ``accelhal doctor`` reports the same backends as ``backend-broken``. A torch that
+    cannot load, which makes every backend ``broken``, is no plugin's problem (``torch`` says why).
+    """
+    from accelhal.selection import FAILING
+
+    torch_reason = report.torch.reason if report.torch is not None else None
+    failing = [
+        FailureReport(plugin=c.plugin, stage="probe", detail=f"{c.name}: {c.reason}", backend=c.name, hint=c.hint)
+        for c in report.candidates
+        if c.status in FAILING and c.reason != torch_reason
+    ]
+    return [*report.failures, *failing]
 
 
 def short_reason(candidate: CandidateReport, report: DetectionReport) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import multiprocessing
+import os
 import sys
 from typing import Any
 
@@ -44,9 +45,11 @@ def probe(name: str) -> dict[str, Any]:
     }
 
 
-def _use_device(queue: Any, tensors: bool) -> None:
+def _use_device(queue: Any, tensors: bool, parent: int) -> None:
     import accelhal
+    from accelhal.children import die_with_parent
 
+    die_with_parent(parent)  # a check killed at its deadline takes its forked child with it
     try:
         accelerator = accelhal.get_accelerator()
         result: dict[str, Any] = {"device_count": accelerator.device_count()}
@@ -68,7 +71,7 @@ def fork(name: str, tensors: bool) -> dict[str, Any]:
     accelhal.set_accelerator(name)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    child = context.Process(target=_use_device, args=(queue, tensors))
+    child = context.Process(target=_use_device, args=(queue, tensors, os.getpid()))
     child.start()
     child.join(120)
     if child.is_alive():

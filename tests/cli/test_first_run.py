@@ -70,14 +70,17 @@ def test_info_lists_the_plugin_problems(troubled: Callable[..., Result]) -> None
     result = troubled("info")
     assert result.returncode == 0, result.output
     flat = " ".join(result.stdout.split())
-    assert "plugin problems: 2 ('accelhal doctor' says how to fix each)" in flat
+    assert "plugin problems: 3 ('accelhal doctor' says how to fix each)" in flat
     assert "plugin 'staged_broken' cannot be imported (staged-broken 1.0): ImportError: staged:" in flat
     assert "plugin 'cputaker' registers a backend name that is already taken (cpu-taker 0.3)" in flat
+    assert "plugin 'stagedplugins' failed while probing (staged-plugins 1.0): staged_raises: the probe raised" in flat
     data = troubled("info", "--json").json()
-    stages = {p["plugin"]: p for p in data["plugin_problems"]}
+    failures, probed = data["plugin_problems"][:2], data["plugin_problems"][2:]
+    assert failures == data["detection"]["failures"]
+    stages = {p["plugin"]: p for p in failures}
     assert stages["staged_broken"]["stage"] == "import"
     assert stages["cputaker"]["stage"] == "conflict" and "replaces='cpu'" in stages["cputaker"]["hint"]
-    assert data["plugin_problems"] == data["detection"]["failures"]
+    assert [(p["backend"], p["stage"]) for p in probed] == [("staged_raises", "probe")]  # doctor's backend-broken
 
 
 def test_info_says_none_when_there_are_no_plugin_problems() -> None:
@@ -91,7 +94,7 @@ def test_why_is_a_sentence_and_one_line_per_backend() -> None:
     rows = [line.split(None, 2) for line in lines[why + 1 : why + 4]]
     assert [row[:2] for row in rows] == [["xpu", "no-device"], ["npu", "not-installed"], ["sdaa", "not-installed"]]
     forced = run_accelhal("info", env={"ACCELHAL_ACCELERATOR": "cpu"}).stdout
-    assert "backend(s) were not probed." in " ".join(forced.split())
+    assert "registered backends were not probed." in " ".join(forced.split())
 
 
 def test_list_puts_the_hints_that_matter_under_the_table(install_distribution: InstallDistribution) -> None:
@@ -99,7 +102,7 @@ def test_list_puts_the_hints_that_matter_under_the_table(install_distribution: I
     site = install_distribution("acme-accel", {"acme": backend_plugin("acme", probe_body=broken)}, {"acme": "acme"})
     lines = run_accelhal("list", env={"PYTHONPATH": str(site.parent)}).stdout.splitlines()
     row = next(line for line in lines if line.startswith(" acme "))
-    assert row.split("|")[2].strip() == "broken" and "Hint" not in row
+    assert row.split("|")[1].strip() == "broken" and "Hint" not in row
     hints = lines.index("hints:")
     assert lines[hints + 1] == "  - acme: Source /opt/acme/env.sh."
     assert hints > lines.index("* active: cpu (chosen by fallback)")
@@ -118,7 +121,7 @@ def test_the_fallback_warning_counts_the_plugin_problems(staged_path: str) -> No
     assert result.returncode == 0, result.output
     assert result.stderr.splitlines()[0] == (
         "accelhal: no accelerator qualified, so cpu is used "
-        "('accelhal explain' says why; 1 plugin problem: 'accelhal doctor')"
+        "('accelhal explain' says why; 2 plugin problems: 'accelhal doctor')"  # staged_broken, staged_raises
     )
 
 

@@ -84,6 +84,31 @@ def _adapter(enabled: bool) -> Iterator[None]:
         GradientState._reset_state()
 
 
+def _members(*objects: Any) -> dict[str, Any]:
+    """Every public attribute of ``objects`` that is not a method, as a value that compares (or its type's name).
+
+    The member-by-member record of an ``Accelerator`` and its state, to compare with Accelerate's own run.
+    """
+    import enum
+
+    found: dict[str, Any] = {}
+    for obj in objects:
+        for name in sorted(n for n in dir(obj) if not n.startswith("_")):
+            key = f"{type(obj).__name__}.{name}"
+            try:
+                value = getattr(obj, name)
+            except Exception as exc:  # a member that raises in this run: its exception is the answer
+                found[key] = f"raises {type(exc).__name__}"
+                continue
+            if isinstance(value, (enum.Enum, torch.device)):
+                found[key] = str(value)
+            elif isinstance(value, (bool, int, float, str, type(None))):
+                found[key] = value
+            elif not callable(value):
+                found[key] = type(value).__name__
+    return found
+
+
 def _state_record(state: Any) -> dict[str, Any]:
     return {
         "distributed_type": str(state.distributed_type).rpartition(".")[2],
@@ -148,6 +173,7 @@ def train_accelerate(flavour: str, precision: str) -> dict[str, Any]:
             **plain.seen,
             "warnings": warned,
             "losses": losses,
+            "members": _members(accelerator, accelerator.state),
         }
 
 

@@ -10,6 +10,11 @@ annotations; an attribute records its value instead. :func:`from_source` reads i
 ``scripts/record_deepspeed_shapes.py`` does for every release's sdist);
 :func:`from_class` reads it from the imported class, so the installed release can be
 checked against its recorded row.
+
+DeepSpeed's own accelerator for the host, ``CPU_Accelerator`` (``deepspeed/accelerator/cpu_accelerator.py``),
+is recorded the same way (:func:`cpu_from_source`), each method whose body is one ``return``
+statement with what it returns (``{"returns": "None"}``): the adapter answers as it does on cpu
+(``DeepSpeedShape.cpu``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from typing import Any
 DATA = Path(__file__).resolve().parents[1] / "data" / "deepspeed-shapes.json"
 SOURCE = "deepspeed/accelerator/abstract_accelerator.py"
 CLASS = "DeepSpeedAccelerator"
+CPU_SOURCE = "deepspeed/accelerator/cpu_accelerator.py"
+CPU_CLASS = "CPU_Accelerator"
 
 Record = dict[str, Any]
 
@@ -31,30 +38,46 @@ def _record(kind: str, abstract: bool, signature: str) -> Record:
     return {"kind": kind, "abstract": abstract, "signature": signature}
 
 
-def from_source(source: str) -> dict[str, Record]:
-    """The members of ``DeepSpeedAccelerator`` in the module text ``source``."""
-    tree = ast.parse(source)
-    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == CLASS]
+def _class(tree: ast.Module, name: str, path: str) -> ast.ClassDef:
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
     if len(found) != 1:
-        raise ValueError(f"{SOURCE} defines {len(found)} classes named {CLASS}")
+        raise ValueError(f"{path} defines {len(found)} classes named {name}")
+    return found[0]
+
+
+def _members(node: ast.ClassDef, returns: bool) -> dict[str, Record]:
     members: dict[str, Record] = {}
-    for node in found[0].body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            decorators = {ast.unparse(d).rpartition(".")[2] for d in node.decorator_list}
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+            decorators = {ast.unparse(d).rpartition(".")[2] for d in item.decorator_list}
             kind = "property" if "property" in decorators else "static" if "staticmethod" in decorators else "method"
-            arguments = node.args
+            arguments = item.args
             for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
                 arg.annotation = None
             for star in (arguments.vararg, arguments.kwarg):
                 if star is not None:
                     star.annotation = None
-            members[node.name] = _record(kind, "abstractmethod" in decorators, f"({ast.unparse(arguments)})")
-        elif isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            members[item.name] = _record(kind, "abstractmethod" in decorators, f"({ast.unparse(arguments)})")
+            body = [b for b in item.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+            if returns and len(body) == 1 and isinstance(body[0], ast.Return):
+                value = body[0].value
+                members[item.name]["returns"] = "None" if value is None else ast.unparse(value)
+        elif isinstance(item, ast.Assign | ast.AnnAssign) and item.value is not None:
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
             for target in targets:
                 if isinstance(target, ast.Name):
-                    members[target.id] = _record("attribute", False, ast.unparse(node.value))
+                    members[target.id] = _record("attribute", False, ast.unparse(item.value))
     return {name: record for name, record in members.items() if not name.startswith("__")}
+
+
+def from_source(source: str) -> dict[str, Record]:
+    """The members of ``DeepSpeedAccelerator`` in the module text ``source``."""
+    return _members(_class(ast.parse(source), CLASS, SOURCE), returns=False)
+
+
+def cpu_from_source(source: str) -> dict[str, Record]:
+    """The members of ``CPU_Accelerator`` in the module text ``source``, with what one-line methods return."""
+    return _members(_class(ast.parse(source), CPU_CLASS, CPU_SOURCE), returns=True)
 
 
 def _plain(func: Any) -> str:
@@ -84,6 +107,12 @@ def from_class(cls: type[Any]) -> dict[str, Record]:
 def recorded() -> dict[str, dict[str, Record]]:
     """Every recorded release's shape, by release."""
     data: dict[str, dict[str, Record]] = json.loads(DATA.read_text(encoding="utf-8"))["releases"]
+    return data
+
+
+def recorded_cpu() -> dict[str, dict[str, Record]]:
+    """Every recorded release's ``CPU_Accelerator``, by release."""
+    data: dict[str, dict[str, Record]] = json.loads(DATA.read_text(encoding="utf-8"))["cpu"]
     return data
 
 

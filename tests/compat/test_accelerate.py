@@ -94,6 +94,24 @@ def test_same_losses_as_accelerates_cpu_path(trained: Runs, precision: str) -> N
     assert _trained(ours) == _trained(theirs)
 
 
+@pytest.mark.parametrize("precision", ["", ":bf16", ":fp16"])
+def test_every_member_of_the_accelerator_and_its_state_as_accelerates_own(trained: Runs, precision: str) -> None:
+    """Every public attribute of ``Accelerator`` and its state (methods aside): ``Accelerator(cpu=True)``'s."""
+    ours = _run(trained["single"], f"accelhal{precision}")["members"]
+    theirs = _run(trained["single"], f"accelerate-cpu{precision}")["members"]
+    assert len(ours) > 60
+    assert {k: (v, theirs.get(k)) for k, v in ours.items() if v != theirs.get(k)} == {}
+    assert ours.keys() == theirs.keys()
+
+
+def test_every_member_under_accelerate_launch_as_accelerates_own(trained: Runs) -> None:
+    ours = [r["members"] for r in trained["launched"] if r["run"] == "accelhal"]
+    theirs = [r["members"] for r in trained["launched"] if r["run"] == "accelerate-cpu"]
+    assert len(ours) == len(theirs) == 2
+    for mine, accelerates in zip(ours, theirs, strict=True):
+        assert {k: (v, accelerates.get(k)) for k, v in mine.items() if v != accelerates.get(k)} == {}
+
+
 def test_bf16_took_effect(trained: Runs) -> None:
     assert _run(trained["single"], "accelhal:bf16")["losses"] != _run(trained["single"], "accelhal")["losses"]
 
@@ -132,7 +150,8 @@ def test_trainer_under_accelerate_launch_same_losses_as_with_use_cpu(trained: Ru
     for mine, transformers in zip(ours, theirs, strict=True):
         _table(f"Trainer, rank {mine['rank']} of 2: accelhal | TrainingArguments(use_cpu=True)", mine, transformers)
         assert (mine["distributed_type"], mine["backend"], mine["world_size"]) == ("MULTI_CPU", "gloo", 2)
-        assert (mine["args_device"], mine["param_device"], mine["batch_device"]) == ("cpu", "cpu", "cpu")
+        assert (mine["param_device"], mine["batch_device"]) == ("cpu", "cpu")
+        assert mine["args_device"] == transformers["args_device"] == "cpu:0"  # Accelerate's launched host device
         assert mine["n_gpu"] == transformers["n_gpu"] == 0  # the host is no GPU, as with use_cpu=True
         assert _trained(mine) == _trained(transformers)
 

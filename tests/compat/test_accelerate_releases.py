@@ -3,8 +3,9 @@
 ``tests/data/accelerate-shapes.json`` holds what the adapter touches, read from the wheel of
 every release in both ranges (``scripts/record_accelerate_shapes.py``). The adapter's tables
 must give each release its recorded shape; the installed releases, as loaded, must be what was
-recorded for them; and ``install()`` refuses a release outside a range, or a member in a shape
-its release does not have, before anything is patched.
+recorded for them; and ``install()`` refuses an Accelerate outside its range, or a member in a shape
+its release does not have, before anything is patched; a transformers outside its range stops only
+the Trainer, where it chooses its device.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from accelhal.compat.accelerate._releases import (
 )
 from tests import warm
 from tests.compat import REPO, child_environment
+from tests.venvs import prefix_install
 
 DATA = REPO / "tests" / "data" / "accelerate-shapes.json"
 RECORDED: dict[str, dict[str, dict[str, str]]] = json.loads(DATA.read_text(encoding="utf-8"))
@@ -88,28 +90,61 @@ def test_a_release_in_a_shape_the_table_does_not_know_fails_the_comparison() -> 
     assert dict(SHAPES.shape_for(SUPPORTED.newest)) != changed
 
 
-LOADED = """
+LOADED_THEN_CHANGED = """
 import json
 from importlib import metadata
+import accelerate.state
+import accelhal.compat.accelerate as adapter
 from accelhal.compat.accelerate import _shape
 from accelhal.compat.accelerate._releases import MEMBERS, TRANSFORMERS_MEMBERS
+from accelhal.errors import ContractError
+
 print(json.dumps({
     "versions": {name: metadata.version(name) for name in ("accelerate", "transformers")},
     "loaded": _shape.loaded(MEMBERS + TRANSFORMERS_MEMBERS),
     "installed": _shape.installed(TRANSFORMERS_MEMBERS),
 }))
+
+def _prepare_backend(self, cpu=False, backend=None):
+    return backend, None
+
+accelerate.state.PartialState._prepare_backend = _prepare_backend
+try:
+    adapter.install()
+except ContractError as exc:
+    print(exc)
+print(adapter.is_installed(), accelerate.state.PartialState._prepare_backend is _prepare_backend)
 """
+"""The installed releases' shapes as loaded; then ``install()`` with a member changed (one process for both)."""
+
+
+@pytest.fixture(scope="module")
+def loaded_then_changed(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    script = tmp_path_factory.mktemp("changed") / "changed.py"  # a file: the changed member's source is read
+    script.write_text(LOADED_THEN_CHANGED, encoding="utf-8")
+    done = warm.run_script(script, [], child_environment(), sys.executable, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()
 
 
 @needs_both
-def test_the_installed_releases_as_loaded_are_what_was_recorded_for_them() -> None:
-    done = warm.run_code(LOADED, [], child_environment(), sys.executable, timeout=300)
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
+def test_the_installed_releases_as_loaded_are_what_was_recorded_for_them(loaded_then_changed: list[str]) -> None:
+    found = json.loads(loaded_then_changed[0])
     for distribution, release in found["versions"].items():
         recorded = RECORDED[distribution][release]
         assert {key: found["loaded"][key] for key in recorded} == recorded, distribution
     assert found["installed"] == {key: found["loaded"][key] for key in found["installed"]}
+
+
+@needs_both
+def test_a_member_in_another_shape_than_its_release_has_is_refused_by_name(loaded_then_changed: list[str]) -> None:
+    message, after = loaded_then_changed[1:]
+    assert message == (
+        f"accelerate {metadata.version('accelerate')} is not the shape accelhal.compat.accelerate knows for it: "
+        "accelerate.state:PartialState._prepare_backend is 'function (self, cpu, backend)', not "
+        "'function (self, cpu, sagemaker_dp, backend)' (tested from 1.0.0 to 1.15.0; docs/accelerate.md)"
+    )
+    assert after == "False True"  # nothing patched, the changed member left as it was
 
 
 REFUSED = """
@@ -139,55 +174,84 @@ print(json.dumps(out))
 
 
 @needs_both
-def test_releases_outside_the_ranges_are_refused_before_anything_is_imported_or_patched(tmp_path: Path) -> None:
+def test_accelerate_outside_its_range_is_refused_before_anything_is_imported_or_patched(tmp_path: Path) -> None:
     script = tmp_path / "refused.py"
     script.write_text(REFUSED, encoding="utf-8")
-    cases = ["accelerate==0.34.2", "accelerate==2.0.0", "transformers==4.45.2", "transformers==6.0.0"]
+    cases = ["accelerate==0.34.2", "accelerate==2.0.0"]
     done = warm.run_script(script, cases, child_environment(), sys.executable, timeout=120)
     assert done.returncode == 0, done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
-    ranges = {"accelerate": "accelerate>=1.0.0,<2", "transformers": "transformers>=4.46.0,<6"}
-    newest = {"accelerate": "1.0.0 to 1.15.0", "transformers": "4.46.0 to 5.23.0"}
     for case in cases:
-        distribution, release = case.split("==")
+        release = case.split("==")[1]
         assert found[release] == (
-            f"{distribution} {release} is outside the releases accelhal supports ({ranges[distribution]}): "
-            f"tested from {newest[distribution]}; install a release in that range"
+            f"accelerate {release} is outside the releases accelhal supports (accelerate>=1.0.0,<2): "
+            "tested from 1.0.0 to 1.15.0; install a release in that range"
         )
     assert found["patched"] is False
     assert "accelerate" not in found["imported"] and "transformers" not in found["imported"]
 
 
-CHANGED = """
-import accelerate.state
+OLD_TRANSFORMERS = ("transformers==4.40.2", "tokenizers==0.19.1", "huggingface-hub==0.23.5")
+"""A transformers below the floor, with the tokenizers and huggingface-hub releases it accepts."""
+
+TRANSFORMERS_OUTSIDE = """
+import json
+import torch
 import accelhal.compat.accelerate as adapter
-from accelhal.errors import ContractError
+from accelerate import Accelerator
+from accelhal.errors import UnsupportedReleaseError
+import transformers
 
-def _prepare_backend(self, cpu=False, backend=None):
-    return backend, None
+out = {"transformers": transformers.__version__, "installed": adapter.install("cpu").name}
+accelerator = Accelerator()  # a plain Accelerate loop, which never touches the Trainer
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+model, optimizer = accelerator.prepare(model, torch.optim.SGD(model.parameters(), lr=0.1))
+losses = []
+for _ in range(3):
+    loss = model(torch.ones(2, 4, device=accelerator.device)).pow(2).mean()
+    accelerator.backward(loss)
+    optimizer.step()
+    optimizer.zero_grad()
+    losses.append(loss.item())
+out["loop"] = {"device": str(accelerator.device), "type": accelerator.distributed_type.value, "losses": losses}
+from transformers import TrainingArguments
 
-accelerate.state.PartialState._prepare_backend = _prepare_backend
 try:
-    adapter.install()
-except ContractError as exc:
-    print(exc)
-print(adapter.is_installed(), accelerate.state.PartialState._prepare_backend is _prepare_backend)
+    TrainingArguments(output_dir=".", report_to=[])
+    out["trainer"] = "constructed"
+except UnsupportedReleaseError as exc:
+    out["trainer"] = [exc.framework, exc.installed, exc.supported, str(exc)]
+adapter.uninstall()
+out["after_uninstall"] = str(TrainingArguments(output_dir=".", report_to=[], use_cpu=True).device)
+print(json.dumps(out))
 """
 
 
 @needs_both
-def test_a_member_in_another_shape_than_its_release_has_is_refused_by_name(tmp_path: Path) -> None:
-    script = tmp_path / "changed.py"
-    script.write_text(CHANGED, encoding="utf-8")
-    done = warm.run_script(script, [], child_environment(), sys.executable, timeout=120)
-    assert done.returncode == 0, done.stderr
-    message, after = done.stdout.strip().splitlines()
-    assert message == (
-        f"accelerate {metadata.version('accelerate')} is not the shape accelhal.compat.accelerate knows for it: "
-        "accelerate.state:PartialState._prepare_backend is 'function (self, cpu, backend)', not "
-        "'function (self, cpu, sagemaker_dp, backend)' (tested from 1.0.0 to 1.15.0; docs/accelerate.md)"
-    )
-    assert after == "False True"
+def test_transformers_outside_its_range_refuses_only_the_trainer_at_its_point_of_use(tmp_path: Path) -> None:
+    """A real transformers 4.40.2 first on the path: Accelerate's loop runs installed, ``TrainingArguments`` refuses."""
+    prefix = prefix_install("transformers-4.40", *OLD_TRANSFORMERS)
+    site = prefix / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+    env = child_environment()
+    env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
+    script = tmp_path / "outside.py"
+    script.write_text(TRANSFORMERS_OUTSIDE, encoding="utf-8")
+    done = warm.run_script(script, [], env, sys.executable, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-5000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (found["transformers"], found["installed"]) == ("4.40.2", "cpu")
+    loop = found["loop"]
+    assert (loop["device"], loop["type"]) == ("cpu", "NO") and loop["losses"][-1] < loop["losses"][0]
+    assert found["trainer"] == [
+        "transformers",
+        "4.40.2",
+        ">=4.46.0,<6",
+        "transformers 4.40.2 is outside the releases accelhal supports (transformers>=4.46.0,<6): tested from "
+        "4.46.0 to 5.23.0; the Trainer's device choice on accelhal needs a release in that range (Accelerate's "
+        "own use is not affected)",
+    ]
+    assert found["after_uninstall"] == "cpu"  # transformers' own code is back
 
 
 def test_the_runner_refuses_in_one_line_and_names_its_usage(tmp_path: Path) -> None:

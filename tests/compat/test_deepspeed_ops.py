@@ -166,6 +166,7 @@ def test_native_pinning_builds_deepspeeds_pin_memory_op_through_the_adapter(ds: 
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_cpu_adam_builds_once_and_a_cache_hit_needs_no_compiler(deepspeed_ops_cache: Path, tmp_path: Path) -> None:
     built = load_cpu_adam("accelhal", ACCELHAL_OPS_CACHE=str(deepspeed_ops_cache))
     assert built["outcome"] == "LOADED", built

@@ -33,9 +33,10 @@ from accelhal.contract import Accelerator
 from accelhal.errors import UnsupportedReleaseError
 from tests import warm
 from tests.compat import child_environment, requires_deepspeed
-from tests.compat.deepspeed_shapes import Record, argument_problems, from_class, recorded
+from tests.compat.deepspeed_shapes import Record, argument_problems, cpu_from_source, from_class, recorded, recorded_cpu
 
 RELEASES = recorded()
+CPU = recorded_cpu()
 
 
 def _varying(releases: Mapping[str, Mapping[str, Record]]) -> set[str]:
@@ -84,6 +85,60 @@ def test_a_release_that_changes_a_member_the_table_does_not_know_fails() -> None
         assert problems and all("0.19.9" in p or "new_abstract" in p for p in problems), problems
 
 
+CPU_OWN_WHERE: dict[str, Callable[[Mapping[str, Record]], bool]] = {
+    "device": lambda cpu: cpu["device"].get("returns") == "None",
+    "manual_seed": lambda cpu: cpu["manual_seed"].get("returns") == "torch.manual_seed(seed)",
+    "manual_seed_all": lambda cpu: cpu["manual_seed_all"].get("returns") == "torch.manual_seed(seed)",
+    "is_fp16_supported": lambda cpu: cpu["is_fp16_supported"].get("returns") == "False",
+    "supported_dtypes": lambda cpu: cpu["is_fp16_supported"].get("returns") == "False",
+    "pin_memory": lambda cpu: (
+        cpu["pin_memory"].get("returns") == "tensor" or "make_copy" in cpu["pin_memory"]["signature"]
+    ),
+}
+"""Where the adapter on the host keeps ``CPU_Accelerator``'s member: where that answers otherwise than accelhal's
+cpu or the abstract class (``device()`` None, the seeding functions torch's generator, no float16 to 0.16.7,
+``pin_memory`` the tensor itself: from 0.19.6 with ``make_copy=False`` too, and counting no bytes in 0.19.5)."""
+
+
+def _cpu_table_problems(
+    cpu_records: Mapping[str, Mapping[str, Record]], shape_for: Callable[[str], DeepSpeedShape]
+) -> list[str]:
+    """Where the table's ``cpu`` does not state what a recorded release's ``CPU_Accelerator`` declares."""
+    problems = []
+    for release, cpu in cpu_records.items():
+        abstract, shape = RELEASES[release], shape_for(release).cpu
+        names = {
+            n: list(_signature(r["signature"]).parameters) for n, r in abstract.items() if r["kind"] != "attribute"
+        }
+        written = {
+            name: record["signature"]
+            for name, record in cpu.items()
+            if record["kind"] == "method"
+            and name != "__init__"
+            and (name not in abstract or list(_signature(record["signature"]).parameters) != names.get(name))
+        }
+        if written != dict(shape.written):
+            problems.append(f"{release} cpu written: table {dict(shape.written)}, release {written}")
+        own = {name for name, where in CPU_OWN_WHERE.items() if name in cpu and where(cpu)}
+        if own != shape.own:
+            problems.append(f"{release} cpu own: table {sorted(shape.own)}, release {sorted(own)}")
+    return problems
+
+
+def test_the_shape_table_states_what_every_recorded_cpu_accelerator_answers_otherwise() -> None:
+    assert list(CPU) == list(RELEASES)
+    assert _cpu_table_problems(CPU, SHAPES.shape_for) == []
+
+
+def test_a_cpu_accelerator_that_changes_an_answer_the_table_does_not_know_fails() -> None:
+    newest = CPU[SUPPORTED.newest]
+    changed = {**newest, "device": {**newest["device"], "returns": "torch.device('cpu')"}}
+    renamed = {**newest, "create_op_builder": {**newest["create_op_builder"], "signature": "(self, class_name)"}}
+    for cpu in (changed, renamed):
+        problems = _cpu_table_problems({SUPPORTED.newest: cpu}, SHAPES.shape_for)
+        assert len(problems) == 1 and problems[0].startswith(SUPPORTED.newest), problems
+
+
 def _signature(text: str) -> inspect.Signature:
     namespace: dict[str, Any] = {}
     exec(f"def member{text}: pass", namespace)  # a recorded signature: names and literal defaults
@@ -121,6 +176,13 @@ def test_the_installed_release_is_its_recorded_row(ds: Any) -> None:
     installed = SUPPORTED.check()
     assert installed in RELEASES, f"deepspeed {installed} is not recorded: run scripts/record_deepspeed_shapes.py"
     assert from_class(DeepSpeedAccelerator) == RELEASES[installed]
+
+
+@requires_deepspeed
+def test_the_installed_cpu_accelerator_is_its_recorded_row(ds: Any) -> None:
+    from deepspeed.accelerator import cpu_accelerator
+
+    assert cpu_from_source(inspect.getsource(cpu_accelerator)) == CPU[SUPPORTED.check()]
 
 
 @requires_deepspeed

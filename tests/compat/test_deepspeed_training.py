@@ -23,7 +23,7 @@ from tests.compat.deepspeed_compare import (
     without_runs,
 )
 
-pytestmark = [requires_deepspeed, uses_cpu_adam, pytest.mark.slow]
+pytestmark = [requires_deepspeed, uses_cpu_adam, pytest.mark.slow, pytest.mark.integration]
 
 FLAT_GRAD_RUNS = ("1", "2", "2+offload")
 """The runs whose step all-gathers into the flat buffer of ``GLOO_ZERO12_FLAT_GRAD``."""

@@ -120,6 +120,7 @@ def test_a_malformed_variable_stops_deepspeed_not_python(hooked_python: Path) ->
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_torchrun_ranks_and_their_spawned_children_get_the_adapter(
     hooked_python: Path, deepspeed_ops_cache: Path
 ) -> None:
@@ -142,6 +143,7 @@ def test_torchrun_ranks_and_their_spawned_children_get_the_adapter(
 
 
 @pytest.mark.slow
+@pytest.mark.integration
 def test_deepspeeds_own_launcher_ranks_get_the_adapter(hooked_python: Path) -> None:
     out = run(
         hooked_python,

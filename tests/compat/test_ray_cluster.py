@@ -34,6 +34,7 @@ from tests.privateuse1.vendor import write_vendor_package
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.integration,
     pytest.mark.privateuse1,
     pytest.mark.skipif(
         importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'accelhal[ray]'"

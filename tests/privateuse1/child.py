@@ -29,7 +29,7 @@ def on_device(code: str, name: str = device.DEFAULT_NAME, devices: int = 2, **en
     # its last task while the interpreter shuts down (torch's exit race, pytorch/pytorch#38228),
     # which aborts the process after the result was printed: end without interpreter teardown.
     epilogue = "\nimport sys as _sys\n_sys.stdout.flush()\nos._exit(0)\n"
-    return run_python(ROOT, PRELUDE.format(name=name) + code + epilogue, **env)
+    return run_python(ROOT, PRELUDE.format(name=name) + code + epilogue, 2, **env)
 
 
 def build_in_child(**env: str) -> dict[str, Any]:
@@ -39,7 +39,7 @@ def build_in_child(**env: str) -> dict[str, Any]:
         "path, built = library()\n"
         "print(json.dumps({'path': str(path), 'built': built, 'seconds': time.monotonic() - started}))"
     )
-    return run_python(ROOT, code, **env)
+    return run_python(ROOT, code, 2, **env)
 
 
 def write_autoload_distribution(site: Path, name: str, accelhal_plugin: str | None = None) -> None:

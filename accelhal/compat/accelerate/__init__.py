@@ -42,10 +42,12 @@ def install(acc: Accelerator | str | None = None) -> Accelerator:
     (each runs the script).
 
     Raises, before anything is changed, :class:`~accelhal.UnsupportedReleaseError` for an
-    Accelerate or transformers release outside the range supported, :class:`~accelhal.ContractError`
-    for one whose members the adapter replaces are not in the shape known for that release,
+    Accelerate release outside the range supported, :class:`~accelhal.ContractError` for one
+    whose members the adapter replaces are not in the shape known for that release,
     ``ImportError`` without Accelerate, and :class:`~accelhal.ConfigurationError` when
-    Accelerate's state already exists (its device was chosen already).
+    Accelerate's state already exists (its device was chosen already). A transformers outside
+    its range (or in another shape) does not stop it: only the Trainer needs transformers, and
+    ``TrainingArguments`` raises the refusal where it chooses its device.
     """
     import accelhal
     from accelhal.compat.accelerate import _releases

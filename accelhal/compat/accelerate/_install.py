@@ -25,6 +25,7 @@ from accelhal.compat.accelerate._releases import (
     TRANSFORMERS_MEMBERS,
     TRANSFORMERS_SHAPES,
     Shape,
+    transformers_refusal,
 )
 from accelhal.errors import ConfigurationError, ContractError
 
@@ -47,31 +48,48 @@ def patches() -> list[_patches.Patch]:
     ]
 
 
-def _check_shape(supported: ReleaseRange, table: ShapeTable[Shape], found: Mapping[str, str]) -> None:
-    """``found`` is the shape ``table`` gives the installed release; a :class:`~accelhal.ContractError` otherwise."""
+def _shape_problem(supported: ReleaseRange, table: ShapeTable[Shape], found: Mapping[str, str]) -> ContractError | None:
+    """Where ``found`` is not the shape ``table`` gives the installed release: the :class:`~accelhal.ContractError`."""
     release = supported.installed()
     expected = table.shape_for(release)
     differs = [
         f"{key} is {shape!r}, not {expected.get(key)!r}" for key, shape in found.items() if shape != expected.get(key)
     ]
-    if differs:
-        raise ContractError(
-            f"{supported.distribution} {release} is not the shape accelhal.compat.accelerate knows for it: "
-            f"{'; '.join(differs)} (tested from {supported.floor} to {supported.newest}; docs/accelerate.md)"
-        )
+    if not differs:
+        return None
+    return ContractError(
+        f"{supported.distribution} {release} is not the shape accelhal.compat.accelerate knows for it: "
+        f"{'; '.join(differs)} (tested from {supported.floor} to {supported.newest}; docs/accelerate.md)"
+    )
 
 
 def check_shapes() -> None:
-    """What the adapter replaces is in the shape of the installed releases (transformers' read from its files).
+    """What the adapter replaces in Accelerate is in the shape of the installed release.
 
     Raises :class:`~accelhal.ContractError` naming each member that differs. Once installed,
-    the members are the adapter's own, and nothing is checked.
+    the members are the adapter's own, and nothing is checked. transformers is checked where
+    the Trainer chooses its device (:func:`trainer_refusal`).
     """
     if _patches.any_applied():
         return
-    _check_shape(SUPPORTED, SHAPES, _shape.loaded(MEMBERS))
-    if importlib.util.find_spec("transformers") is not None:
-        _check_shape(SUPPORTED_TRANSFORMERS, TRANSFORMERS_SHAPES, _shape.installed(TRANSFORMERS_MEMBERS))
+    problem = _shape_problem(SUPPORTED, SHAPES, _shape.loaded(MEMBERS))
+    if problem is not None:
+        raise problem
+
+
+def trainer_refusal() -> Exception | None:
+    """Why the Trainer cannot choose its device through the adapter; None where it can (or without transformers).
+
+    The installed transformers outside its range (:class:`~accelhal.UnsupportedReleaseError`), or
+    ``TrainingArguments`` in another shape than its release has (:class:`~accelhal.ContractError`),
+    both read from the installed files (nothing is imported).
+    """
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    refused = transformers_refusal()
+    if refused is not None:
+        return refused
+    return _shape_problem(SUPPORTED_TRANSFORMERS, TRANSFORMERS_SHAPES, _shape.installed(TRANSFORMERS_MEMBERS))
 
 
 def _check_no_state_yet() -> None:
@@ -93,13 +111,14 @@ def install() -> bool:
             return False
         accelhal.get_accelerator()  # a selection error surfaces here, before anything changes
         _check_no_state_yet()
+        refusal = trainer_refusal()
         _patches.apply(patches())
         try:
             training_args = _trainer.loaded()
             if training_args is None:
-                _import_hook.arm(_trainer.TrainingArgumentsHook())
+                _import_hook.arm(_trainer.TrainingArgumentsHook(refusal))
             else:
-                _trainer.patch(training_args)
+                _trainer.patch(training_args, refusal)
         except BaseException:
             _patches.revert_all()
             raise

@@ -3,18 +3,19 @@
 :data:`SUPPORTED` and :data:`SUPPORTED_TRANSFORMERS` are the ranges; :data:`SHAPES` and
 :data:`TRANSFORMERS_SHAPES` give, per release, the shape (:mod:`._shape`) of every member in
 :data:`MEMBERS` and :data:`TRANSFORMERS_MEMBERS`: what the adapter replaces or relies on.
-``install()`` checks the ranges, then that the loaded members have their release's shape,
-before anything is patched. Importing this module imports neither framework.
+``install()`` checks Accelerate's range and shape before anything is patched; transformers', which
+only the Trainer needs, where the Trainer chooses its device. Importing this module imports neither
+framework.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from importlib import metadata
 
 from accelhal.compat._releases import ReleaseRange, ShapeTable
 from accelhal.compat.accelerate._shape import Member
+from accelhal.errors import UnsupportedReleaseError
 
 SUPPORTED = ReleaseRange("accelerate", "1.0.0", "1.15.0", "2")
 SUPPORTED_TRANSFORMERS = ReleaseRange("transformers", "4.46.0", "5.23.0", "6")
@@ -46,17 +47,31 @@ TRANSFORMERS_MEMBERS = (
 
 
 def check_installed() -> None:
-    """Refuse an Accelerate or transformers release outside its range (the installed metadata only; imports neither).
+    """Refuse an Accelerate release outside its range (the installed metadata only; imports nothing).
 
     Raises ``ImportError`` without Accelerate and :class:`~accelhal.UnsupportedReleaseError`
-    naming the release and the range; transformers is checked where it is installed.
+    naming the release and the range. transformers is not checked here: only the Trainer
+    needs it in its range, and :func:`transformers_refusal` is raised where the Trainer chooses its device.
     """
     try:
         SUPPORTED.check()
     except metadata.PackageNotFoundError:
         raise ImportError("accelhal.compat.accelerate needs accelerate: pip install 'accelhal[accelerate]'") from None
-    with contextlib.suppress(metadata.PackageNotFoundError):  # no Trainer installed: nothing of it is patched
+
+
+def transformers_refusal() -> UnsupportedReleaseError | None:
+    """The refusal of the installed transformers outside :data:`SUPPORTED_TRANSFORMERS`; None in it or without one."""
+    try:
         SUPPORTED_TRANSFORMERS.check()
+    except metadata.PackageNotFoundError:
+        return None
+    except UnsupportedReleaseError as exc:
+        detail = (
+            f"tested from {SUPPORTED_TRANSFORMERS.floor} to {SUPPORTED_TRANSFORMERS.newest}; the Trainer's device "
+            "choice on accelhal needs a release in that range (Accelerate's own use is not affected)"
+        )
+        return UnsupportedReleaseError(exc.framework, exc.installed, exc.supported, detail=detail)
+    return None
 
 
 SHAPES: ShapeTable[Shape] = ShapeTable(

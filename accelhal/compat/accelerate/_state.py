@@ -103,13 +103,18 @@ def prepare_backend(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def set_device(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``PartialState.set_device``: the backend's device, one per process by local rank when launched."""
+    """``PartialState.set_device``: the backend's device, one per process by local rank when launched.
+
+    On the host launched (``MULTI_CPU``, Accelerate's own host rule) Accelerate's answer:
+    ``torch.device("cpu", local_rank % torch.cpu.device_count())``, ``cpu:0`` on every rank.
+    """
 
     @functools.wraps(original)
     def _set_device(self: Any) -> None:
         if self.device is not None:
             return
-        if self._cpu or self.distributed_type is DistributedType.XLA:
+        host_launched = self.distributed_type is DistributedType.MULTI_CPU and is_host(accelhal.get_accelerator())
+        if self._cpu or host_launched or self.distributed_type is DistributedType.XLA:
             original(self)
             return
         local_rank = None if self.distributed_type is DistributedType.NO else self.local_process_index

@@ -61,10 +61,24 @@ def setup_devices(original: Any) -> Any:
     return type(original)(_setup_devices)
 
 
-def patch(module: ModuleType) -> None:
-    """Patch ``module.TrainingArguments`` (recorded with the adapter's other patches)."""
+def refusing(refusal: Exception) -> Any:
+    """A replacement of ``TrainingArguments._setup_devices`` that raises ``refusal`` where the Trainer reads the device.
+
+    For a transformers the adapter cannot patch (outside its range, or in another shape): its
+    ``TrainingArguments(...)``, ``.device`` and ``.n_gpu`` raise, naming transformers and the range, rather
+    than train on a device accelhal did not choose; the rest of transformers and Accelerate's own use run.
+    """
+
+    def _setup_devices(self: Any) -> torch.device:
+        raise refusal
+
+    return property(_setup_devices, doc=f"Refused: {refusal}")
+
+
+def patch(module: ModuleType, refusal: Exception | None = None) -> None:
+    """Patch ``module.TrainingArguments`` (recorded with the adapter's other patches); refusing where ``refusal``."""
     cls = module.TrainingArguments
-    replace = _patches.ClassPatch.of(cls, ATTRIBUTE, setup_devices)
+    replace = _patches.ClassPatch.of(cls, ATTRIBUTE, setup_devices if refusal is None else lambda _: refusing(refusal))
     set_name = getattr(replace.replacement, "__set_name__", None)
     if set_name is not None:
         set_name(cls, ATTRIBUTE)  # as the class statement would
@@ -76,9 +90,13 @@ class TrainingArgumentsHook(_import_hook.AfterImport):
 
     target = MODULE
 
+    def __init__(self, refusal: Exception | None = None) -> None:
+        """Patch with the adapter's device choice, or with ``refusal`` (:func:`refusing`)."""
+        self.refusal = refusal
+
     def after(self, module: ModuleType) -> None:
         """Patch the freshly executed module."""
-        patch(module)
+        patch(module, self.refusal)
 
 
 def loaded() -> ModuleType | None:

@@ -15,7 +15,9 @@ members where DeepSpeed's code needs an answer accelhal does not give itself:
   any other attribute is looked up on the accelhal accelerator.
 
 Members that the release's shape names as DeepSpeed's own (its pinning dispatch, from the
-release that has it) keep DeepSpeed's implementation.
+release that has it) keep DeepSpeed's implementation. Over an accelerator of the host (device
+type ``cpu``) the adapter answers as DeepSpeed's own ``CPU_Accelerator`` of the release
+(:func:`host_adapter_class`): ``device()`` None, ``get_rss()``, ``create_op_builder(op_name)``, ...
 """
 
 from __future__ import annotations
@@ -342,17 +344,58 @@ WRITTEN: dict[str, Callable[..., Any]] = {
 """The members a release's shape may name as written by the adapter, by name."""
 
 
-def _written(name: str) -> Callable[..., Any]:
-    """The adapter's ``name``, checked to take what the installed DeepSpeed declares."""
-    member = WRITTEN[name]
+def _get_rss(self: _AdapterMembers) -> int:
+    """DeepSpeed's cpu ``get_rss()``: the process's resident set size (accelhal's ``memory_allocated()``)."""
+    return int(self.accelhal_accelerator.memory_allocated())
+
+
+def _reset_rss(self: _AdapterMembers) -> int:
+    """DeepSpeed's cpu ``reset_rss()``: the peak restarts from now (``reset_peak_memory_stats()``); the size now."""
+    acc = self.accelhal_accelerator
+    acc.reset_peak_memory_stats()
+    return int(acc.memory_allocated())
+
+
+def _create_op_builder(self: _AdapterMembers, op_name: str) -> Any:
+    """An instance of :meth:`get_op_builder`'s class (the parameter named as DeepSpeed's cpu names it)."""
+    return self.get_op_builder(op_name)()
+
+
+def _host_device(self: Any, device_index: Any = None) -> None:
+    """DeepSpeed's cpu ``device()``: None, which its engine keeps as ``engine.device`` (accelhal checks the index)."""
+    adapter_class().device(self, device_index)
+    return None
+
+
+HOST_CHECKED: dict[str, Callable[..., Any]] = {"device": _host_device}
+"""Members the host answers as DeepSpeed's ``CPU_Accelerator`` does, after accelhal's check of the arguments."""
+
+HOST_WRITTEN: dict[str, Callable[..., Any]] = {
+    "get_rss": _get_rss,
+    "reset_rss": _reset_rss,
+    "create_op_builder": _create_op_builder,
+}
+"""The members the adapter writes on the host with the signatures of DeepSpeed's ``CPU_Accelerator`` (``CpuShape``)."""
+
+
+def _checked(name: str, member: Callable[..., Any], theirs: inspect.Signature | str) -> Callable[..., Any]:
+    """``member``, checked to take what the installed DeepSpeed declares for ``name`` (``theirs``)."""
+    if isinstance(theirs, str):
+        namespace: dict[str, Any] = {}
+        exec(f"def declared{theirs}: pass", namespace)  # a signature of the release table: names and literals
+        theirs = inspect.signature(namespace["declared"])
     ours = list(inspect.signature(member).parameters.values())
-    theirs = list(deepspeed_signature(name).parameters.values())
-    if [(p.name, p.default) for p in ours] != [(p.name, p.default) for p in theirs]:
+    if [(p.name, p.default) for p in ours] != [(p.name, p.default) for p in theirs.parameters.values()]:
         raise ContractError(
             f"{ADAPTER_CLASS_NAME}.{name}{inspect.signature(member)} does not take DeepSpeed's "
-            f"{name}{deepspeed_signature(name)}: the release's shape in accelhal/compat/deepspeed/_releases.py is wrong"
+            f"{name}{theirs}: the release's shape in accelhal/compat/deepspeed/_releases.py is wrong"
         )
     return member
+
+
+def _written(name: str) -> Callable[..., Any]:
+    """The adapter's ``name``, checked to take what the installed DeepSpeed declares."""
+    return _checked(name, WRITTEN[name], deepspeed_signature(name))
 
 
 @functools.cache
@@ -382,6 +425,39 @@ def adapter_class() -> type[Any]:
     return cls
 
 
+@functools.cache
+def host_adapter_class() -> type[Any]:
+    """The adapter class for an accelerator of device type ``cpu``: a subclass of :func:`adapter_class`.
+
+    The host is DeepSpeed's ``CPU_Accelerator``'s device, and there the adapter answers as that
+    class does in the installed release (its shape's :class:`~._releases.CpuShape`): the members it
+    names as the class's own are that class's functions (:data:`HOST_CHECKED`: its answers after
+    accelhal's check of the arguments); the others it names are written here (:data:`HOST_WRITTEN`),
+    with the class's signatures.
+    """
+    from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
+
+    cpu = installed_shape().cpu
+    namespace: dict[str, Any] = {
+        "__module__": __name__,
+        "__doc__": "A DeepSpeed accelerator that delegates to an accelhal accelerator of the host, answering as "
+        "DeepSpeed's own CPU_Accelerator.",
+    }
+    for name in sorted(cpu.own):
+        own = vars(CPU_Accelerator).get(name)
+        if own is not None and name in HOST_CHECKED:
+            own = _checked(name, HOST_CHECKED[name], inspect.signature(own))
+        if own is None:
+            raise ContractError(
+                f"DeepSpeed's CPU_Accelerator defines no {name}: the release's shape in "
+                "accelhal/compat/deepspeed/_releases.py is wrong"
+            )
+        namespace[name] = own
+    for name, signature in cpu.written.items():
+        namespace[name] = _checked(name, HOST_WRITTEN[name], signature)
+    return type(ADAPTER_CLASS_NAME, (adapter_class(),), namespace)
+
+
 def wrap(acc: Accelerator | None, disable_ops: Iterable[str] = ()) -> Any:
     """The adapter over ``acc`` (the active accelerator when ``None``): see ``as_deepspeed_accelerator``."""
     if acc is None:
@@ -393,7 +469,8 @@ def wrap(acc: Accelerator | None, disable_ops: Iterable[str] = ()) -> Any:
             f"as_deepspeed_accelerator() takes an accelhal.Accelerator (or None for the active one), got "
             f"{type(acc).__qualname__}"
         )
-    return adapter_class()(acc, checked_ops(disable_ops))
+    cls = host_adapter_class() if acc.device_type == "cpu" else adapter_class()
+    return cls(acc, checked_ops(disable_ops))
 
 
 def checked_ops(disable_ops: Iterable[str]) -> tuple[str, ...]:

@@ -5,8 +5,9 @@ abstract, until 0.19.4 so is pinning (``pin_memory(tensor, align_bytes=1)``, ``i
 0.19.0 gives ``range_push``/``range_pop`` a domain; from 0.19.5 DeepSpeed implements pinning
 itself (counting the bytes, then a device hook), from 0.19.6 as a dispatch between its native
 allocator and the ``_torch_*`` device hooks (``pin_empty`` from 0.19.7).
-:data:`SHAPES` records each shape from the first release that has it;
-``tests/compat/test_deepspeed_releases.py`` checks it against every release's source
+:data:`SHAPES` records each shape from the first release that has it, with what DeepSpeed's own
+``CPU_Accelerator`` answers differently in it (:class:`CpuShape`: on a host device the adapter answers
+as it does); ``tests/compat/test_deepspeed_releases.py`` checks it against every release's source
 (``tests/data/deepspeed-shapes.json``) and against the installed DeepSpeed.
 """
 
@@ -19,6 +20,32 @@ from accelhal.compat._releases import ReleaseRange, ShapeTable
 
 SUPPORTED = ReleaseRange("deepspeed", "0.15.0", "0.19.8", "0.20")
 """DeepSpeed 0.15.0 to 0.19.8 tested; 0.20 and later refused."""
+
+
+_CPU_WRITTEN = {"create_op_builder": "(self, op_name)", "get_rss": "(self)", "reset_rss": "(self)"}
+
+
+@dataclass(frozen=True)
+class CpuShape:
+    """DeepSpeed's own ``CPU_Accelerator`` in a run of releases, where it does not answer as the abstract class does.
+
+    The adapter over an accelhal accelerator of device type ``cpu`` (the host, which DeepSpeed
+    serves with that class) answers as it does.
+    """
+
+    own: frozenset[str]
+    """Members whose ``CPU_Accelerator`` implementation the adapter keeps on the host: ``device()`` is None,
+    ``manual_seed`` returns torch's generator, ``pin_memory`` returns the tensor itself (from 0.19.6 with
+    ``make_copy=False`` too, unless DeepSpeed's native allocator is on; counting no bytes in 0.19.5), and
+    ``is_fp16_supported()`` is False to 0.16.7."""
+    written: Mapping[str, str] = field(default_factory=lambda: dict(_CPU_WRITTEN))
+    """Members the adapter writes on the host with the class's signature: those outside the abstract class
+    (``get_rss``, ``reset_rss``: from accelhal's memory figures) and ``create_op_builder(self, op_name)``."""
+
+
+_CPU_OWN = frozenset({"device", "manual_seed", "manual_seed_all", "pin_memory"})
+_CPU_FP32 = CpuShape(_CPU_OWN | {"is_fp16_supported", "supported_dtypes"})
+_CPU = CpuShape(_CPU_OWN)
 
 
 @dataclass(frozen=True)
@@ -35,6 +62,8 @@ class DeepSpeedShape:
     native allocator and the device hooks ``_torch_pin_memory``, ... which are delegated to accelhal)."""
     written: frozenset[str] = field(default_factory=frozenset)
     """Members the adapter writes itself for this shape (where DeepSpeed's signature is not accelhal's)."""
+    cpu: CpuShape = _CPU
+    """What DeepSpeed's own ``CPU_Accelerator`` answers differently, which the adapter follows on the host."""
 
     @property
     def pins_with_align_bytes(self) -> bool:
@@ -84,6 +113,16 @@ SHAPES: ShapeTable[DeepSpeedShape] = ShapeTable(
         # pinning is two abstract members, and amp() one: the adapter writes pin_memory and amp
         (
             "0.15.0",
+            DeepSpeedShape(
+                {"amp": "(self)", **_ABSTRACT_PINNING, **_RANGES},
+                {},
+                written=frozenset({"amp", "pin_memory"}),
+                cpu=_CPU_FP32,
+            ),
+        ),
+        # DeepSpeed's cpu asks oneDNN whether it has float16 (False before)
+        (
+            "0.16.8",
             DeepSpeedShape(
                 {"amp": "(self)", **_ABSTRACT_PINNING, **_RANGES}, {}, written=frozenset({"amp", "pin_memory"})
             ),

@@ -4,22 +4,24 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 
+from accelhal import children
 from accelhal.contract import Accelerator
 from accelhal.testing.conformance.base import SuiteBase, allocation_problem, expect
 
 
 def run_isolated(*args: str) -> dict[str, Any]:
-    """Run :mod:`accelhal.testing.isolated` in a fresh interpreter that sees this process's modules."""
+    """Run :mod:`accelhal.testing.isolated` in a fresh interpreter that sees this process's modules.
+
+    The interpreter and what it starts end with this process, and when its 300 s are up
+    (:func:`accelhal.children.run`).
+    """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = subprocess.run(
-        [sys.executable, "-m", "accelhal.testing.isolated", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    done = children.run([sys.executable, "-m", "accelhal.testing.isolated", *args], timeout=300, env=env)
     if done.returncode != 0:
         raise AssertionError(
             f"accelhal.testing.isolated {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"

@@ -1,0 +1,60 @@
+"""What a device adds for vLLM beyond the accelhal contract: :class:`VllmKit`, answered by ``accelhal_vllm_kit``.
+
+A plugin whose device needs its own attention backend or kernels in vLLM implements the
+:func:`accelhal.hookspecs.accelhal_vllm_kit` hook and returns a kit for its backend. Every
+field is optional: what a kit leaves empty is vLLM's portable path (its host kernels,
+attention backend, worker and communicator, which a device runs through its CPU fallback).
+Names are qualified names (``"package.module.Class"``) that vLLM imports in its own
+processes: a kit imports nothing itself.
+
+Example::
+
+    from accelhal import hookimpl
+    from accelhal.compat.vllm import VllmKit
+
+    @hookimpl
+    def accelhal_vllm_kit(backend):
+        if backend != "mydev":
+            return None
+        return VllmKit(
+            attention_backend="my_pkg.vllm.attention.MyAttentionBackend",
+            kernels=("my_pkg.vllm.ops",),
+        )
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class VllmKit:
+    """A device's additions for vLLM; each empty field takes vLLM's portable path."""
+
+    attention_backend: str = ""
+    """The attention backend class vLLM imports (``Platform.get_attn_backend_cls``)."""
+    kernels: tuple[str, ...] = ()
+    """Modules imported in every vLLM process before the model runs; importing them registers the
+    device's kernels (``Platform.import_kernels``)."""
+    worker: str = ""
+    """vLLM's worker class for the device (``ParallelConfig.worker_cls``)."""
+    device_communicator: str = ""
+    """vLLM's device communicator class (``Platform.get_device_communicator_cls``)."""
+    punica_wrapper: str = ""
+    """The LoRA kernels' wrapper class (``Platform.get_punica_wrapper``)."""
+    graph_wrapper: str = ""
+    """A static-graph wrapper class; with it, and the backend's ``graphs`` capability, vLLM may capture graphs."""
+
+    def __post_init__(self) -> None:
+        """Check each field's type: a kit is written by hand, and vLLM would fail far from the mistake."""
+        for name in ("attention_backend", "worker", "device_communicator", "punica_wrapper", "graph_wrapper"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise TypeError(f"VllmKit.{name} must be a qualified name (str), got {value!r}")
+        if isinstance(self.kernels, str) or not all(isinstance(m, str) and m for m in self.kernels):
+            raise TypeError(f"VllmKit.kernels must be a tuple of module names, got {self.kernels!r}")
+        object.__setattr__(self, "kernels", tuple(self.kernels))
+
+
+PORTABLE = VllmKit()
+"""The kit of a backend for which no plugin answers: vLLM's portable path throughout."""
