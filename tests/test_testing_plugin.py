@@ -114,7 +114,8 @@ def test_run_suite_without_pytest_names_the_kit_extra() -> None:
     assert out.returncode == 1
     assert out.stderr.splitlines()[-1] == (
         "ModuleNotFoundError: accelhal.testing.run_suite runs the conformance suite with pytest, which is not "
-        "installed here; install accelhal's kit extra: pip install 'accelhal[kit]' (or pip install pytest)"
+        "installed here; install it with: pip install 'pytest>=8' (accelhal's kit extra; from a clone: "
+        "pip install './accelhal[kit]')"
     )
 
 

@@ -27,6 +27,7 @@ from rich.text import Text
 from accelhal.cli import render, suite_progress
 from accelhal.cli.models import CheckOutput, FailedTest
 from accelhal.errors import AccelhalError
+from accelhal.extras import install_advice
 
 RunSuite = Callable[[str, list[str]], int]
 """The conformance kit's entry point: ``run_suite(backend, extra_args) -> exit status``."""
@@ -106,7 +107,7 @@ def load_run_suite() -> RunSuite:
     if importlib.util.find_spec("pytest") is None:
         raise AccelhalError(
             "accelhal check runs the conformance suite with pytest, which is not installed here; "
-            "install it with: pip install 'accelhal[kit]' (or pip install pytest)"
+            f"install it with: {install_advice('kit')}"
         )
     try:
         from accelhal import testing

@@ -19,7 +19,7 @@ DESCRIPTION = (
     "Print the JSON object that 'ray start --resources=' takes for the active backend's devices on this node: "
     "Ray's own resource name where Ray knows the devices (NPU, HPU, ...), else the backend's name. Ray takes GPU "
     "through --num-gpus instead (a note on stderr says so); --args prints every 'ray start' option. Empty on cpu, "
-    "whose CPUs Ray counts itself. Needs the ray extra (pip install 'accelhal[ray]')."
+    "whose CPUs Ray counts itself. Needs Ray: accelhal's ray extra (docs/ray.md)."
 )
 
 

@@ -1,8 +1,8 @@
 """Bridges between accelhal and other frameworks' accelerator interfaces.
 
 Each bridge is an optional extra and imports its framework only when used:
-:mod:`accelhal.compat.deepspeed` (``pip install 'accelhal[deepspeed]'``),
-:mod:`accelhal.compat.lightning` (``pip install 'accelhal[lightning]'``),
-:mod:`accelhal.compat.ray` (``pip install 'accelhal[ray]'``) and
-:mod:`accelhal.compat.accelerate` (``pip install 'accelhal[accelerate]'``).
+:mod:`accelhal.compat.deepspeed` (accelhal's ``deepspeed`` extra),
+:mod:`accelhal.compat.lightning` (accelhal's ``lightning`` extra),
+:mod:`accelhal.compat.ray` (accelhal's ``ray`` extra) and
+:mod:`accelhal.compat.accelerate` (accelhal's ``accelerate`` extra).
 """

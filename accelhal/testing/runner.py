@@ -24,9 +24,11 @@ def run_suite(backend: str | None = None, extra_args: Sequence[str] = ()) -> int
     try:
         import pytest
     except ModuleNotFoundError as exc:
+        from accelhal.extras import install_advice
+
         raise ModuleNotFoundError(
             "accelhal.testing.run_suite runs the conformance suite with pytest, which is not installed here; "
-            "install accelhal's kit extra: pip install 'accelhal[kit]' (or pip install pytest)",
+            f"install it with: {install_advice('kit')}",
             name="pytest",
         ) from exc
 

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 requires_deepspeed = pytest.mark.skipif(
     importlib.util.find_spec("deepspeed") is None,
-    reason="needs the deepspeed extra: pip install 'accelhal[deepspeed]'",
+    reason="needs the deepspeed extra: pip install '.[deepspeed]' in the clone",
 )
 
 uses_cpu_adam = pytest.mark.xdist_group("deepspeed-cpu-adam")

@@ -21,7 +21,7 @@ from tests.compat.accelerate_train import finish, outputs, start, start_command
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("accelerate") is None or importlib.util.find_spec("transformers") is None,
-    reason="needs the accelerate extra and transformers: pip install 'accelhal[test]'",
+    reason="needs the accelerate extra and transformers: pip install '.[test]' in the clone",
 )
 
 SINGLE = (

@@ -43,7 +43,7 @@ TABLES: dict[str, tuple[ReleaseRange, ShapeTable[Shape]]] = {
 
 needs_both = pytest.mark.skipif(
     importlib.util.find_spec("accelerate") is None or importlib.util.find_spec("transformers") is None,
-    reason="needs the accelerate extra and transformers: pip install 'accelhal[test]'",
+    reason="needs the accelerate extra and transformers: pip install '.[test]' in the clone",
 )
 
 

@@ -27,7 +27,7 @@ from tests.compat.lightning_shapes import recorded
 from tests.compat.lightning_train import read_results
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("lightning") is None, reason="needs the lightning extra: pip install 'accelhal[lightning]'"
+    importlib.util.find_spec("lightning") is None, reason="needs the lightning extra (pip install '.[lightning]')"
 )
 
 SCRIPT = Path(__file__).with_name("lightning_train.py")

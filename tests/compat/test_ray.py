@@ -20,7 +20,7 @@ from accelhal.selection import registry
 from tests.compat.ray_shapes import documented_resources
 
 pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'accelhal[ray]'"
+    importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install '.[ray]' in the clone"
 )
 
 THIRD_PARTY = """

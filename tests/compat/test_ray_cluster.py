@@ -37,7 +37,7 @@ pytestmark = [
     pytest.mark.integration,
     pytest.mark.privateuse1,
     pytest.mark.skipif(
-        importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'accelhal[ray]'"
+        importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install '.[ray]' in the clone"
     ),
 ]
 

@@ -70,7 +70,7 @@ def test_every_recorded_release_gives_the_documented_resources(release: str) -> 
     assert bound == documented_resources(release)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra: pip install 'accelhal[ray]'")
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="needs the ray extra (pip install '.[ray]')")
 def test_the_installed_ray_is_its_recorded_release() -> None:
     from importlib.metadata import version
 

@@ -1,4 +1,4 @@
-"""Hugging Face Accelerate and transformers' Trainer on any accelhal backend (``pip install 'accelhal[accelerate]'``).
+"""Hugging Face Accelerate and transformers' Trainer on any accelhal backend (accelhal's ``accelerate`` extra).
 
 One call, before the first ``Accelerator()``, ``PartialState()`` or ``TrainingArguments()``::
 

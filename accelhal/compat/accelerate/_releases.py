@@ -56,7 +56,9 @@ def check_installed() -> None:
     try:
         SUPPORTED.check()
     except metadata.PackageNotFoundError:
-        raise ImportError("accelhal.compat.accelerate needs accelerate: pip install 'accelhal[accelerate]'") from None
+        from accelhal.extras import install_advice
+
+        raise ImportError(f"accelhal.compat.accelerate needs accelerate: {install_advice('accelerate')}") from None
 
 
 def transformers_refusal() -> UnsupportedReleaseError | None:

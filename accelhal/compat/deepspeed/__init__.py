@@ -1,4 +1,4 @@
-"""DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (``pip install 'accelhal[deepspeed]'``).
+"""DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (accelhal's ``deepspeed`` extra).
 
 Run DeepSpeed on accelhal's active accelerator with one call before ``import deepspeed``::
 

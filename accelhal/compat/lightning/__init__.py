@@ -1,4 +1,4 @@
-"""PyTorch Lightning on any accelhal backend (``pip install 'accelhal[lightning]'``).
+"""PyTorch Lightning on any accelhal backend (accelhal's ``lightning`` extra).
 
 Register the accelerator once, then name it like Lightning's own::
 

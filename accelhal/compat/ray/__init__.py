@@ -1,4 +1,4 @@
-"""Ray on any accelhal backend (``pip install 'accelhal[ray]'``): resources, the process group, the device.
+"""Ray on any accelhal backend (accelhal's ``ray`` extra): resources, the process group, the device.
 
 On each node, advertise the backend's devices to Ray (``accelhal ray-resources`` prints the
 options for ``ray start``)::
@@ -53,8 +53,9 @@ def _require_ray() -> None:
     """
     if importlib.util.find_spec("ray") is None:
         from accelhal.errors import AccelhalError
+        from accelhal.extras import install_advice
 
-        raise AccelhalError("accelhal.compat.ray needs Ray, which is not installed here: pip install 'accelhal[ray]'")
+        raise AccelhalError(f"accelhal.compat.ray needs Ray, which is not installed here: {install_advice('ray')}")
     from accelhal.compat.ray._releases import installed_shape
 
     installed_shape()
