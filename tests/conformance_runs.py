@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests import warm
+from tests.distributions import lay_out
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE = REPO / "accelhal" / "testing" / "conformance" / "run_all.py"
@@ -83,8 +84,4 @@ def run_pytest(
 def install_package(site: Path, package: Path, distribution: str, entry_points: dict[str, str]) -> None:
     """Lay ``package`` out in ``site`` as pip would, with a dist-info declaring ``accelhal`` entry points."""
     shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
-    dist_info = site / f"{distribution.replace('-', '_')}-1.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 1.0\n")
-    lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
-    (dist_info / "entry_points.txt").write_text(f"[accelhal]\n{lines}")
+    lay_out(site, distribution, entry_points={"accelhal": entry_points})

@@ -17,6 +17,7 @@ import pytest
 import accelhal
 from accelhal import selection
 from tests import parallel
+from tests.distributions import lay_out
 from tests.sharing import RunCache, run_directory
 from tests.venvs import REPO, compile_checkout
 
@@ -68,20 +69,10 @@ def install_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         version: str = "1.0",
         other_groups: dict[str, dict[str, str]] | None = None,
     ) -> Path:
-        for module, source in modules.items():
-            (site / f"{module}.py").write_text(textwrap.dedent(source))
-            added.append(module)
-        dist_info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-        dist_info.mkdir()
-        (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        added.extend(modules)
+        files = {f"{module}.py": textwrap.dedent(source) for module, source in modules.items()}
         groups = {"accelhal": entry_points, **(other_groups or {})}
-        sections = [
-            f"[{group}]\n" + "".join(f"{ep} = {to}\n" for ep, to in eps.items()) for group, eps in groups.items()
-        ]
-        (dist_info / "entry_points.txt").write_text("\n".join(sections))
-        owned = [f"{module}.py" for module in modules]
-        owned += [f"{dist_info.name}/{f}" for f in ("METADATA", "entry_points.txt", "RECORD")]
-        (dist_info / "RECORD").write_text("".join(f"{f},,\n" for f in owned))
+        dist_info = lay_out(site, name, version, groups, files=files)
         importlib.invalidate_caches()
         return dist_info
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from accelhal.entry_points import find, name_and_version
+from tests.distributions import lay_out
 
 
 def as_tuples(points: list[metadata.EntryPoint]) -> list[tuple[str, str, str]]:
@@ -25,15 +26,6 @@ def as_tuples(points: list[metadata.EntryPoint]) -> list[tuple[str, str, str]]:
 
 def reference(group: str) -> list[tuple[str, str, str]]:
     return as_tuples(list(metadata.entry_points(group=group)))
-
-
-def make_dist(site: Path, name: str, version: str, entry_points: str | None) -> Path:
-    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    if entry_points is not None:
-        (info / "entry_points.txt").write_text(entry_points)
-    return info
 
 
 def age(path: Path, seconds: float = 60) -> None:
@@ -62,11 +54,11 @@ def cache_files(home: Path) -> list[Path]:
 
 
 def test_same_answer_as_importlib_metadata_with_and_without_the_cache(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n\n[console_scripts]\nacme = acme_one:main\n")
-    make_dist(site, "acme-two", "2.0", "[console_scripts]\ntwo = acme_two:main\n")
-    make_dist(site, "acme-three", "3.0", "[accelhal]\nthree = acme_three:plugin\nalso = acme_three.more\n")
-    make_dist(site, "acme-four", "4.0", None)
-    make_dist(site, "acme-five", "5.0", "[ accelhal ]\nfive = acme_five\n")  # importlib.metadata ignores it
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n\n[console_scripts]\nacme = acme_one:main\n")
+    lay_out(site, "acme-two", "2.0", "[console_scripts]\ntwo = acme_two:main\n")
+    lay_out(site, "acme-three", "3.0", "[accelhal]\nthree = acme_three:plugin\nalso = acme_three.more\n")
+    lay_out(site, "acme-four", "4.0", None)
+    lay_out(site, "acme-five", "5.0", "[ accelhal ]\nfive = acme_five\n")  # importlib.metadata ignores it
     age(site)
     importlib.invalidate_caches()
     expected = reference("accelhal")
@@ -79,18 +71,18 @@ def test_same_answer_as_importlib_metadata_with_and_without_the_cache(cache_home
 
 
 def test_an_installation_after_caching_is_seen(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     assert [ep.name for ep in find("accelhal") if ep.value.startswith("acme")] == ["one"]
     assert cache_files(cache_home)
-    make_dist(site, "acme-new", "1.0", "[accelhal]\nnew = acme_new\n")
+    lay_out(site, "acme-new", "1.0", "[accelhal]\nnew = acme_new\n")
     importlib.invalidate_caches()
     assert [ep.name for ep in find("accelhal") if ep.value.startswith("acme")] == ["one", "new"]
 
 
 def test_an_edit_to_a_cached_plugins_entry_points_is_seen(cache_home: Path, site: Path) -> None:
-    info = make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    info = lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     find("accelhal")
@@ -109,7 +101,7 @@ def test_an_edit_to_a_cached_plugins_entry_points_is_seen(cache_home: Path, site
 
 
 def test_entry_points_served_from_the_cache_carry_their_distribution(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\nsecond = acme_one.more:plugin\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\nsecond = acme_one.more:plugin\n")
     age(site)
     importlib.invalidate_caches()
     first = find("accelhal")
@@ -122,7 +114,7 @@ def test_entry_points_served_from_the_cache_carry_their_distribution(cache_home:
 
 
 def test_a_fresh_whole_second_modification_time_is_never_cached(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     whole_second = time.time_ns() // 1_000_000_000 * 1_000_000_000  # as a coarse file system records it
     os.utime(site, ns=(whole_second, whole_second))
     importlib.invalidate_caches()
@@ -131,11 +123,11 @@ def test_a_fresh_whole_second_modification_time_is_never_cached(cache_home: Path
 
 
 def test_a_busy_directory_with_fine_modification_times_still_caches(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")  # modified just now, to the nanosecond
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")  # modified just now, to the nanosecond
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
     assert len(cache_files(cache_home)) == 1
-    make_dist(site, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
+    lay_out(site, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
     assert ("two", "acme_two", "accelhal") in as_tuples(find("accelhal"))
@@ -145,9 +137,9 @@ def test_the_first_distribution_of_a_name_wins_as_in_importlib_metadata(
     cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
-    make_dist(first, "acme-dup", "2.0", "[console_scripts]\nx = y:z\n")  # shadows the one below
-    make_dist(second, "acme-dup", "1.0", "[accelhal]\ndup = acme_dup\n")
-    make_dist(second, "acme-other", "1.0", "[accelhal]\nother = acme_other\n")
+    lay_out(first, "acme-dup", "2.0", "[console_scripts]\nx = y:z\n")  # shadows the one below
+    lay_out(second, "acme-dup", "1.0", "[accelhal]\ndup = acme_dup\n")
+    lay_out(second, "acme-other", "1.0", "[accelhal]\nother = acme_other\n")
     monkeypatch.syspath_prepend(str(second))
     monkeypatch.syspath_prepend(str(first))
     age(first)
@@ -160,7 +152,7 @@ def test_the_first_distribution_of_a_name_wins_as_in_importlib_metadata(
 
 
 def test_a_damaged_cache_file_is_ignored_and_replaced(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     expected = as_tuples(find("accelhal"))
@@ -175,7 +167,7 @@ def test_an_unwritable_cache_directory_only_costs_a_scan(
 ) -> None:
     (tmp_path / "a-file").write_text("")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file" / "cache"))
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
@@ -192,7 +184,7 @@ def test_a_relative_or_blank_xdg_cache_home_is_ignored(
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", value)
     monkeypatch.chdir(tmp_path)
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     assert as_tuples(find("accelhal")) == reference("accelhal")
@@ -243,11 +235,11 @@ def test_a_well_formed_but_wrong_entry_is_ignored_and_rewritten(
     cache_home: Path, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directories: list[str] | str
 ) -> None:
     first = tmp_path / "first"
-    make_dist(first, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
+    lay_out(first, "acme-two", "1.0", "[accelhal]\ntwo = acme_two\n")
     monkeypatch.syspath_prepend(str(first))
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
-    make_dist(site, "acme-none", "1.0", "[console_scripts]\nnone = acme_none:main\n")
-    make_dist(tmp_path / "elsewhere", "acme-one", "1.0", "[accelhal]\nstray = acme_stray\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-none", "1.0", "[console_scripts]\nnone = acme_none:main\n")
+    lay_out(tmp_path / "elsewhere", "acme-one", "1.0", "[accelhal]\nstray = acme_stray\n")
     for path in (first, site):
         age(path)
     importlib.invalidate_caches()
@@ -268,7 +260,7 @@ def test_an_entry_without_accelhal_itself_cannot_break_selection_in_a_fresh_proc
     cache_home: Path, site: Path, keep: str
 ) -> None:
     """Before, every later process failed with 'no backend is available, not even the cpu fallback'."""
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one_not_installed\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one_not_installed\n")
     age(site)
     code = "import accelhal; print(accelhal.get_accelerator().name)"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELHAL_")}
@@ -393,7 +385,7 @@ def damage_unlisted(data: dict[str, Any], key: str) -> None:
 def test_a_damaged_recorded_parse_is_ignored_and_healed(
     cache_home: Path, site: Path, damage: Callable[[dict[str, Any], str], None]
 ) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     expected = reference("accelhal")
@@ -425,7 +417,7 @@ def test_a_damaged_record_of_accelhal_itself_cannot_break_selection_in_a_fresh_p
 
 
 def test_a_deeply_nested_cache_file_is_ignored_and_replaced(cache_home: Path, site: Path) -> None:
-    make_dist(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
+    lay_out(site, "acme-one", "1.0", "[accelhal]\none = acme_one\n")
     age(site)
     importlib.invalidate_caches()
     expected = reference("accelhal")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Result, run_accelhal
+from tests.distributions import lay_out
 from tests.torch_features import needs_device_autoload
 
 pytestmark = needs_device_autoload
@@ -59,15 +60,12 @@ print(report.torch.error, report.torch.autoload.distribution, report.torch.autol
 def broken(tmp_path: Path) -> Callable[..., Result]:
     """Run the command with the broken vendor distribution installed."""
     site = tmp_path / "site"
-    site.mkdir()
-    (site / "brokenvendor.py").write_text(textwrap.dedent(VENDOR))
-    (site / "brokenvendor_plugin.py").write_text(textwrap.dedent(PLUGIN))
-    dist_info = site / "broken_vendor-3.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-vendor\nVersion: 3.1\n")
-    (dist_info / "entry_points.txt").write_text(
-        "[torch.backends]\nbrokenvendor = brokenvendor:autoload\n\n[accelhal]\nbrokendev = brokenvendor_plugin\n"
-    )
+    files = {"brokenvendor.py": textwrap.dedent(VENDOR), "brokenvendor_plugin.py": textwrap.dedent(PLUGIN)}
+    groups = {
+        "torch.backends": {"brokenvendor": "brokenvendor:autoload"},
+        "accelhal": {"brokendev": "brokenvendor_plugin"},
+    }
+    lay_out(site, "broken-vendor", "3.1", groups, files=files)
 
     def run(*args: str, env: dict[str, str] | None = None, code: str | None = None) -> Result:
         return run_accelhal(*args, env={"PYTHONPATH": str(site), **(env or {})}, code=code)

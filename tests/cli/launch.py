@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 
 from tests.cli.conftest import Result, clean_env
+from tests.distributions import lay_out
 
 RAY_COMMANDS: tuple[tuple[str, ...], ...] = (("ray-resources",),) if importlib.util.find_spec("ray") else ()
 """``accelhal ray-resources`` where Ray is installed. Without Ray (the core sessions) the command refuses before
@@ -154,14 +155,8 @@ class AcmehangAccelerator(CpuAccelerator):
 
 def install_hanging_plugin(site: Path) -> str:
     """Lay out the ``acme-hang`` distribution in ``site`` as pip would; ``site``, for ``PYTHONPATH``."""
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "acme_hang.py").write_text(HANGING_PLUGIN)
-    (site / "acme_hang_class.py").write_text(HANGING_CLASS)
-    dist_info = site / "acme_hang-1.0.dist-info"
-    dist_info.mkdir(exist_ok=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-hang\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text("[accelhal]\nacmehang = acme_hang\n")
-    (dist_info / "RECORD").write_text("acme_hang.py,,\nacme_hang_class.py,,\n")
+    files = {"acme_hang.py": HANGING_PLUGIN, "acme_hang_class.py": HANGING_CLASS}
+    lay_out(site, "acme-hang", entry_points={"accelhal": {"acmehang": "acme_hang"}}, files=files)
     return str(site)
 
 

@@ -32,6 +32,7 @@ from accelhal.compat.accelerate._releases import (
 )
 from tests import warm
 from tests.compat import REPO, child_environment
+from tests.distributions import lay_out
 from tests.venvs import prefix_install
 
 DATA = REPO / "tests" / "data" / "accelerate-shapes.json"
@@ -255,9 +256,7 @@ def test_transformers_outside_its_range_refuses_only_the_trainer_at_its_point_of
 
 
 def test_the_runner_refuses_in_one_line_and_names_its_usage(tmp_path: Path) -> None:
-    info = tmp_path / "accelerate-0.34.2.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: accelerate\nVersion: 0.34.2\n", encoding="utf-8")
+    lay_out(tmp_path, "accelerate", "0.34.2")
     env = child_environment(PYTHONPATH=f"{tmp_path}:{REPO}")
     runner = [sys.executable, "-m", "accelhal.compat.accelerate"]
     refused = subprocess.run([*runner, "train.py"], capture_output=True, text=True, env=env, timeout=120, check=False)

@@ -34,6 +34,7 @@ from accelhal.errors import UnsupportedReleaseError
 from tests import warm
 from tests.compat import child_environment, requires_deepspeed
 from tests.compat.deepspeed_shapes import Record, argument_problems, cpu_from_source, from_class, recorded, recorded_cpu
+from tests.distributions import lay_out
 
 RELEASES = recorded()
 CPU = recorded_cpu()
@@ -232,9 +233,7 @@ def test_releases_in_the_range_are_admitted(version: str) -> None:
 
 def _seen_as(version: str, site: Path) -> dict[str, str]:
     """A child environment in which the installed deepspeed reads as ``version`` (a dist-info first on the path)."""
-    info = site / f"deepspeed-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: deepspeed\nVersion: {version}\n")
+    lay_out(site, "deepspeed", version)
     env = child_environment()
     env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
     return env

@@ -19,6 +19,7 @@ from typing import Any
 from accelhal.compat._releases import release_key
 from accelhal.compat.lightning._releases import SHAPES, SUPPORTED, SUPPORTED_PL
 from tests.compat.lightning_shapes import recorded
+from tests.distributions import lay_out
 
 REPO = Path(__file__).resolve().parents[2]
 DISTRIBUTIONS = {"lightning.pytorch": "lightning", "pytorch_lightning": "pytorch_lightning"}
@@ -74,9 +75,7 @@ def test_a_release_outside_the_range_is_refused_before_lightning_is_imported(tmp
     roots = []
     for package, release in cases:
         root = tmp_path / f"{package}-{release}"
-        info = root / f"{DISTRIBUTIONS[package]}-{release}.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {DISTRIBUTIONS[package]}\nVersion: {release}\n")
+        lay_out(root, DISTRIBUTIONS[package], release)
         roots.append((package, str(root)))
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(

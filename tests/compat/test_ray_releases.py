@@ -25,6 +25,7 @@ from accelhal.compat.ray._resources import bind
 from accelhal.selection import registry
 from tests.compat import REPO
 from tests.compat.ray_shapes import documented_resources, load
+from tests.distributions import lay_out
 
 RECORDED = load()
 
@@ -107,9 +108,7 @@ print(json.dumps(answers))
 
 @pytest.mark.parametrize("release", ["2.39.0", "3.0.0"])
 def test_a_release_outside_the_range_is_refused_before_ray_is_imported(release: str, tmp_path: Path) -> None:
-    dist_info = tmp_path / f"ray-{release}.dist-info"  # found before the installed Ray's
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: ray\nVersion: {release}\n")
+    lay_out(tmp_path, "ray", release)  # found before the installed Ray's
     env = {"PYTHONPATH": f"{tmp_path}:{REPO}", "PATH": "/usr/bin:/bin", "ACCELHAL_ACCELERATOR": "cpu"}
     done = subprocess.run(
         [sys.executable, "-c", REFUSED], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path

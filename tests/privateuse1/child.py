@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.distributions import lay_out
 from tests.privateuse1 import device
 from tests.simulation import CLEAN, ROOT, run_python
 
@@ -48,13 +49,10 @@ def write_autoload_distribution(site: Path, name: str, accelhal_plugin: str | No
     This is how out-of-tree vendors arrive: ``import torch`` alone loads them. With
     ``accelhal_plugin`` (a module), the distribution also registers that accelhal plugin.
     """
-    dist_info = site / "accelhal_testdev-1.0.dist-info"
-    dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: accelhal-testdev\nVersion: 1.0\n")
-    entry_points = f"[torch.backends]\n{name} = tests.privateuse1.device:autoload\n"
+    groups = {"torch.backends": {name: "tests.privateuse1.device:autoload"}}
     if accelhal_plugin:
-        entry_points += f"[accelhal]\ntestdev = {accelhal_plugin}\n"
-    (dist_info / "entry_points.txt").write_text(entry_points)
+        groups["accelhal"] = {"testdev": accelhal_plugin}
+    lay_out(site, "accelhal-testdev", entry_points=groups)
 
 
 def run_accelhal(

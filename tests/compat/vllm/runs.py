@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.compat.vllm.models import build
+from tests.distributions import lay_out
 from tests.privateuse1.child import write_autoload_distribution
 from tests.sharing import RunCache
 from tests.simulation import CLEAN, ROOT
@@ -73,10 +74,7 @@ def generate(model: Path, *options: str, site: Path | None = None, **env: str) -
 
 def install_distribution(site: Path, name: str, entry_points: str) -> Path:
     """Lay out, as pip does, a distribution ``name`` 1.0 in ``site`` whose ``entry_points.txt`` is ``entry_points``."""
-    dist_info = site / f"{name.replace('-', '_')}-1.0.dist-info"
-    dist_info.mkdir(parents=True, exist_ok=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (dist_info / "entry_points.txt").write_text(entry_points)
+    lay_out(site, name, entry_points=entry_points)
     return site
 
 

