@@ -2,7 +2,10 @@
 
 Each session installs torch 2.13.0 (the CPU build) first, then the project, so that no
 multi-GB CUDA build of torch is pulled in; the exceptions: ``xla`` (torch_xla 2.9 needs torch 2.9) and
-``core(torch=...)``, which installs the torch it names.
+``core(torch=...)``, which installs the torch it names. ``nox -db uv`` builds the venvs with uv (CI does:
+``.ci/jobs.py``); the sessions seed pip into them, which the tests call. ``adapters`` and ``npu`` also run
+in an environment that has their pins already (``--no-venv --no-install``, CI's README venv): they check
+the pins first.
 """
 
 from __future__ import annotations
@@ -19,10 +22,39 @@ XLA = ("torch==2.9.*", "torch_xla==2.9.*")
 """torch_xla 2.9 and the torch it is built for; torch 2.9 from the package index is its CUDA build (runs on the CPU)."""
 
 
+def seed_pip(session: nox.Session) -> None:
+    """Give a uv-built venv the pip that the tests run (``python -m pip wheel``, ``--python`` installs); venv has it."""
+    if session.venv_backend == "uv":
+        session.install("pip")
+
+
 def install_project(session: nox.Session, extras: str) -> None:
     """Install torch (CPU build) first, then the project with ``extras``."""
+    seed_pip(session)
     session.install(TORCH)
     session.install("-e", f".[{extras}]")
+
+
+PINS_CHECK = """
+import importlib.metadata, sys
+
+def installed(name):
+    try:
+        return importlib.metadata.version(name).split("+")[0]
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+pins = [pin.partition("==") for pin in sys.argv[1:]]
+wrong = [f"{name}=={want} (installed: {installed(name.split('[')[0])})" for name, _, want in pins
+         if installed(name.split("[")[0]) != want]
+sys.exit(f"this environment is not the session's: {', '.join(wrong)}" if wrong else 0)
+"""
+"""Exits non-zero naming each ``name==version`` argument that is not installed (a local label ``+cpu`` aside)."""
+
+
+def require_installed(session: nox.Session, pins: tuple[str, ...] | list[str]) -> None:
+    """In an environment nox did not build (``--no-venv --no-install``): fail unless every pin is installed."""
+    session.run("python", "-c", PINS_CHECK, *pins)
 
 
 @nox.session
@@ -57,6 +89,7 @@ def core(session: nox.Session, torch: str) -> None:
     Lightning, Ray, Accelerate, Transformers), whose adapters are tested with the torch of
     ``nox -s tests``, not across this matrix. ``-- -n 2`` runs on two pytest-xdist workers.
     """
+    seed_pip(session)
     session.install(f"torch=={torch}")
     session.install("-e", ".[test-core]")
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
@@ -97,8 +130,12 @@ def adapters(session: nox.Session, end: str) -> None:
     ``-- -n 2`` runs on two pytest-xdist workers.
     """
     torch, *frameworks = ADAPTER_ENDS[end]
-    session.install(torch)
-    session.install("-e", ".[test-core]", *frameworks)
+    if session.venv_backend == "none":
+        require_installed(session, ADAPTER_ENDS[end])
+    else:
+        seed_pip(session)
+        session.install(torch)
+        session.install("-e", ".[test-core]", *frameworks)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
     session.run("python", "-m", "pytest", "tests/compat", *ADAPTER_SUITE, *session.posargs)
 
@@ -151,6 +188,7 @@ def adapter_release(session: nox.Session, release: str) -> None:
     named = {_distribution(pin) for pin in pins}
     torch, *newest = ADAPTER_ENDS["newest"]
     others = [pin for pin in newest if _distribution(pin) not in named]
+    seed_pip(session)
     session.install(torch)
     session.install("-e", ".[test-core]", *others, *pins)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
@@ -181,6 +219,7 @@ def vllm(session: nox.Session, end: str) -> None:
     torch, so the session is a venv of its own.
     """
     torch, *pins = VLLM_ENDS[end]
+    seed_pip(session)
     session.install(torch)
     session.install(*pins)
     session.run("python", "-m", "pip", "uninstall", "-y", "-q", *VLLM_MISMATCHED)
@@ -221,6 +260,7 @@ def xla(session: nox.Session) -> None:
 
     About 3 GB to install (torch 2.9's CUDA build and its nvidia-* wheels); only pytest besides.
     """
+    seed_pip(session)
     session.install(*XLA)
     session.install("-e", ".", "pytest")
     client = {"PJRT_DEVICE": "CPU", "CPU_NUM_DEVICES": "2"}
@@ -236,7 +276,10 @@ def npu(session: nox.Session, torch_npu: str) -> None:
     runs: ``tests/venvs.py``). Only this session runs the module (it sets ``ACCELHAL_TEST_TORCH_NPU``; the README's
     suite skips it); CI (``.ci/run``) runs the first release.
     """
-    install_project(session, "test-core")
+    if session.venv_backend == "none":
+        require_installed(session, [TORCH])
+    else:
+        install_project(session, "test-core")
     release = {"ACCELHAL_TEST_TORCH_NPU": torch_npu}
     session.run(
         "python", "-m", "pytest", "tests/test_vendor_stacks.py", "-p", "no:cacheprovider", *session.posargs, env=release
