@@ -42,13 +42,13 @@ WITHOUT_PYTEST = (
 @pytest.mark.parametrize("args", [*HUMAN_COMMANDS, ["schema"]], ids=" ".join)
 def test_every_subcommand_but_check_runs_without_pytest(args: list[str]) -> None:
     """pytest is a test-time dependency: `pip install accelhal && accelhal info` must work."""
-    result = run_accelhal(*args, code=WITHOUT_PYTEST)
+    result = run_accelhal(*args, code=WITHOUT_PYTEST, code_after_torch=True)  # torch imports no pytest
     assert result.returncode == 0, result.output
     assert "Traceback" not in result.output, result.output
 
 
 def test_check_without_pytest_says_what_to_install() -> None:
-    result = run_accelhal("check", code=WITHOUT_PYTEST)
+    result = run_accelhal("check", code=WITHOUT_PYTEST, code_after_torch=True)
     assert result.returncode == 2, result.output
     message = " ".join(result.stderr.split())  # rich wraps at 80 columns
     assert "pytest, which is not installed here" in message
