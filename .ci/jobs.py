@@ -4,8 +4,9 @@ Run by ``.ci/run`` with the README venv's interpreter, from the clone's root: ``
 Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its
 time; then a table of every job's time and outcome. The exit status is 1 if any job failed.
 
-Each job runs its tests on one pytest-xdist worker (``-n 1``): the jobs run side by side instead, so a
-core that one job's last long test leaves idle runs another job. The longest start first. The jobs that
+Each job runs its tests on one pytest-xdist worker (``-n 1``), two jobs side by side, the longest first, so
+that one job's install overlaps another's tests. Measured in a clean run (docs/contributing.md, "CI"): the jobs
+are bound by CPU, and side by side they took 3,021 s, no less than one after another at ``-n 2`` would. The jobs that
 need exactly the README venv (the adapters' end-to-end runs at the newest end, the torch_npu stack's
 outer environment) run in it (``--no-venv --no-install``; the sessions check its pins).
 """
