@@ -6,7 +6,8 @@ time; then a table of every job's time and outcome. The exit status is 1 if any 
 
 Each job runs its tests on one pytest-xdist worker (``-n 1``), two jobs side by side, the longest first, so
 that one job's install overlaps another's tests. Measured in a clean run (docs/contributing.md, "CI"): the jobs
-are bound by CPU, and side by side they took 3,021 s, no less than one after another at ``-n 2`` would. The jobs that
+are bound by CPU (the whole run used 6,768 s of CPU on two cores), so side by side saves little beyond the
+installs. The jobs that
 need exactly the README venv (the adapters' end-to-end runs at the newest end, the torch_npu stack's
 outer environment) run in it (``--no-venv --no-install``; the sessions check its pins).
 """
