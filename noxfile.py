@@ -72,9 +72,9 @@ CORE_SUITE = ["-m", "not adapter"]
 """Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
 
 ADAPTER_SUITE = ["-m", "not heavy"]
-"""The adapters' tests with their end-to-end runs (``integration``: a Ray cluster, DeepSpeed's ranks training with
-the ``cpu_adam`` they compile), which the README's suite leaves to these sessions; ``-- -m integration`` runs those
-alone (CI, at the newest end)."""
+"""The adapters' tests (``adapter``) with their end-to-end runs (``integration``: a Ray cluster, DeepSpeed's ranks
+training with the ``cpu_adam`` they compile), all of which the README's suite leaves to these sessions
+(``addopts``); ``-- -m integration`` runs the end-to-end runs alone."""
 
 
 @nox.session
@@ -125,9 +125,8 @@ which ``tests/test_release_ranges.py`` checks against these pins), with a torch 
 def adapters(session: nox.Session, end: str) -> None:
     """The adapters' tests (``tests/compat``) with every framework at one end of its supported range.
 
-    ``nox -s "adapters(floor)"`` (CI runs it) and ``nox -s "adapters(newest)"`` (the README's suite has
-    the newest releases already, but for the end-to-end runs: CI runs those here with ``-- -m integration``).
-    ``-- -n 2`` runs on two pytest-xdist workers.
+    ``nox -s "adapters(end='floor')"`` and ``nox -s "adapters(end='newest')"``, whose pins are the README venv's
+    (CI runs both; the second in the README venv). ``-- -n 2`` runs on two pytest-xdist workers.
     """
     torch, *frameworks = ADAPTER_ENDS[end]
     if session.venv_backend == "none":
@@ -229,7 +228,9 @@ def vllm(session: nox.Session, end: str) -> None:
         "-c",
         "import sys, torch, vllm; print(sys.version, 'torch', torch.__version__, 'vllm', vllm.__version__)",
     )
-    session.run("python", "-m", "pytest", "tests/compat/vllm", "-p", "no:cacheprovider", *session.posargs)
+    session.run(
+        "python", "-m", "pytest", "tests/compat/vllm", *ADAPTER_SUITE, "-p", "no:cacheprovider", *session.posargs
+    )
 
 
 @nox.session

@@ -1,15 +1,19 @@
-"""CI's jobs after the README's suite: the nox sessions, as many at a time as the machine has cores.
+"""CI's jobs beside and after the README's suite: the nox sessions, as many at a time as the machine has cores.
 
-Run by ``.ci/run`` with the README venv's interpreter, from the clone's root: ``python .ci/jobs.py``.
-Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its
-time; then a table of every job's time and outcome. The exit status is 1 if any job failed.
+Run by ``.ci/run`` from the clone's root with the interpreter of a venv that has ``nox[uv]``:
 
-Each job runs its tests on one pytest-xdist worker (``-n 1``), two jobs side by side, the longest first, so
-that one job's install overlaps another's tests. Measured in a clean run (docs/contributing.md, "CI"): the jobs
-are bound by CPU (the whole run used 6,768 s of CPU on two cores), so side by side saves little beyond the
-installs. The jobs that
-need exactly the README venv (the adapters' end-to-end runs at the newest end, the torch_npu stack's
-outer environment) run in it (``--no-venv --no-install``; the sessions check its pins).
+- ``python .ci/jobs.py install`` builds the venv of every job that has one of its own (``nox --install-only``,
+  uv from one cache), one after another, while the README's command runs: the README's pip install and its
+  suite leave a core idle or wait on the network for most of that time. Each build's outcome is written to
+  ``.ci-logs/installs.json``.
+- ``python .ci/jobs.py`` then runs every job, two side by side, the longest first, each on one pytest-xdist
+  worker (``-n 1``). A job whose venv was built runs in it without installing again (``-R``); one whose build
+  failed builds it again itself. The jobs that need exactly the README venv (the adapters' suite at the
+  newest end, the torch_npu stack's outer environment) run in it (``--no-venv --no-install``, with the README
+  venv first on ``PATH``; the sessions check its pins first).
+
+Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its time; then a
+table of every job's time and outcome. The exit status is 1 if any job failed.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / ".ci-logs"
-VENV_BIN = Path(sys.executable).parent
-NOX = [str(VENV_BIN / "nox"), "--default-venv-backend", "uv"]
-IN_README_VENV = ["--no-venv", "--no-install"]
+INSTALLS = LOGS / "installs.json"
+"""Each built session's ``nox --install-only`` exit status, by session name."""
+README_VENV_BIN = ROOT / ".venv" / "bin"
+NOX = [str(Path(sys.executable).parent / "nox"), "--default-venv-backend", "uv"]
+IN_README_VENV = ("--no-venv", "--no-install")
 """A session run in the README venv: nox builds nothing, and ``python`` is the venv's (``PATH``)."""
 
 
@@ -37,11 +43,16 @@ class Job:
 
     session: str
     nox_options: tuple[str, ...] = ()
-    pytest_options: tuple[str, ...] = ()
+    pytest_options: tuple[str, ...] = ("-n", "1")
 
-    def command(self) -> list[str]:
-        """The nox command line of this job."""
-        return [*NOX, *self.nox_options, "-s", self.session, "--", *self.pytest_options]
+    @property
+    def builds_venv(self) -> bool:
+        """Whether the session builds a venv of its own (not the README venv)."""
+        return self.nox_options != IN_README_VENV
+
+    def command(self, *nox_options: str) -> list[str]:
+        """The nox command line of this job, with ``nox_options`` besides its own."""
+        return [*NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
 
 
 def core_ends() -> list[str]:
@@ -57,28 +68,72 @@ def jobs() -> list[Job]:
     """Every job, the longest first."""
     oldest_core, newest_core = core_ends()
     return [
-        Job("vllm(end='newest')", pytest_options=("-n", "1")),
-        Job(newest_core, pytest_options=("-n", "1")),
-        Job(oldest_core, pytest_options=("-n", "1")),
-        Job("adapters(end='floor')", pytest_options=("-n", "1")),
-        Job("adapters(end='newest')", IN_README_VENV, ("-m", "integration", "-n", "1")),
-        Job("npu(torch_npu='2.13.0')", IN_README_VENV),
-        Job("xla"),
+        Job("vllm(end='newest')"),
+        Job(newest_core),
+        Job(oldest_core),
+        Job("adapters(end='floor')"),
+        Job("adapters(end='newest')", IN_README_VENV),
+        Job("npu(torch_npu='2.13.0')", IN_README_VENV, ()),
+        Job("xla", pytest_options=()),
     ]
 
 
+def environment() -> dict[str, str]:
+    """This process's environment with the README venv first on ``PATH`` (the ``--no-venv`` sessions' python)."""
+    return {**os.environ, "PATH": f"{README_VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def log_of(job: Job, suffix: str = "") -> Path:
+    """The file that ``job``'s output goes to."""
+    return LOGS / f"{job.session}{suffix}.log"
+
+
+def install() -> int:
+    """Build every job's own venv, one after another, the longest job's first; record each outcome. Always 0."""
+    LOGS.mkdir(exist_ok=True)
+    outcomes: dict[str, int] = {}
+    for job in filter(lambda job: job.builds_venv, jobs()):
+        started = time.monotonic()
+        with log_of(job, ".install").open("w") as output:
+            outcomes[job.session] = subprocess.run(
+                job.command("--install-only"),
+                cwd=ROOT,
+                env=environment(),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            ).returncode
+        print(f"built {job.session}: exit {outcomes[job.session]} in {time.monotonic() - started:.0f} s", flush=True)
+    INSTALLS.write_text(json.dumps(outcomes))
+    return 0
+
+
+def built() -> dict[str, int]:
+    """What :func:`install` recorded; empty if it did not run or did not finish."""
+    try:
+        return dict(json.loads(INSTALLS.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
 def run(job: Job) -> tuple[Job, int, float]:
-    """Run ``job`` with its output to its log; print the log whole when it ends."""
-    log = LOGS / f"{job.session}.log"
-    environment = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    """Run ``job`` with its output to its log, in its built venv if it has one; print the log whole when it ends."""
+    reuse = ("-R",) if built().get(job.session) == 0 else ()
     started = time.monotonic()
-    with log.open("w") as output:
+    with log_of(job).open("w") as output:
         returncode = subprocess.run(
-            job.command(), cwd=ROOT, env=environment, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            job.command(*reuse),
+            cwd=ROOT,
+            env=environment(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         ).returncode
     seconds = time.monotonic() - started
     outcome = "passed" if returncode == 0 else f"FAILED (exit {returncode})"
-    print(f"\n===== {job.session}: {outcome} in {seconds:.0f} s =====\n{log.read_text()}", flush=True)
+    built_note = " (its venv built beforehand)" if reuse else ""
+    print(f"\n===== {job.session}: {outcome} in {seconds:.0f} s{built_note} =====", flush=True)
+    print(log_of(job).read_text(), flush=True)
     return job, returncode, seconds
 
 
@@ -96,4 +151,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(install() if sys.argv[1:] == ["install"] else main())

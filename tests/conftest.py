@@ -172,3 +172,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU; run `pytest -m cuda` on the GPU machine"))
         elif item.get_closest_marker("multigpu") and count < 2:
             item.add_marker(pytest.mark.skip(reason=f"needs two CUDA GPUs, {count} visible"))
+
+
+ADAPTERS_LEFT_OUT = pytest.StashKey[int]()
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """Count the adapters' tests that ``-m`` left out (``addopts`` does, in the README's suite)."""
+    if items:
+        config = items[0].config
+        left_out = sum(1 for item in items if item.get_closest_marker("adapter"))
+        config.stash[ADAPTERS_LEFT_OUT] = config.stash.get(ADAPTERS_LEFT_OUT, 0) + left_out
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: its controller writes the summary
+            config.workeroutput["adapters_left_out"] = config.stash[ADAPTERS_LEFT_OUT]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Take a worker's count of the adapters' tests left out (each worker collects them all)."""
+    left_out = getattr(node, "workeroutput", {}).get("adapters_left_out", 0)
+    node.config.stash[ADAPTERS_LEFT_OUT] = max(node.config.stash.get(ADAPTERS_LEFT_OUT, 0), left_out)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say how to run the adapters' tests where ``-m`` left them out."""
+    left_out = config.stash.get(ADAPTERS_LEFT_OUT, 0)
+    if left_out:
+        terminalreporter.write_line(
+            f"{left_out} adapter tests (tests/compat) were left out by -m: `-m adapter` runs them here with the "
+            "frameworks installed; CI runs them in nox -s \"adapters(end='newest')\" and \"adapters(end='floor')\"",
+        )
