@@ -88,21 +88,26 @@ def log_of(job: Job, suffix: str = "") -> Path:
     return LOGS / f"{job.session}{suffix}.log"
 
 
+def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> int:
+    """Run ``job``'s nox command with ``nox_options`` besides its own, its output to ``log``; its exit status."""
+    with log.open("w") as output:
+        return subprocess.run(
+            job.command(*nox_options),
+            cwd=ROOT,
+            env=environment(),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        ).returncode
+
+
 def install() -> int:
     """Build every job's own venv, one after another, the longest job's first; record each outcome. Always 0."""
     LOGS.mkdir(exist_ok=True)
     outcomes: dict[str, int] = {}
     for job in filter(lambda job: job.builds_venv, jobs()):
         started = time.monotonic()
-        with log_of(job, ".install").open("w") as output:
-            outcomes[job.session] = subprocess.run(
-                job.command("--install-only"),
-                cwd=ROOT,
-                env=environment(),
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            ).returncode
+        outcomes[job.session] = run_nox(job, ("--install-only",), log_of(job, ".install"))
         print(f"built {job.session}: exit {outcomes[job.session]} in {time.monotonic() - started:.0f} s", flush=True)
     INSTALLS.write_text(json.dumps(outcomes))
     return 0
@@ -120,15 +125,7 @@ def run(job: Job) -> tuple[Job, int, float]:
     """Run ``job`` with its output to its log, in its built venv if it has one; print the log whole when it ends."""
     reuse = ("-R",) if built().get(job.session) == 0 else ()
     started = time.monotonic()
-    with log_of(job).open("w") as output:
-        returncode = subprocess.run(
-            job.command(*reuse),
-            cwd=ROOT,
-            env=environment(),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        ).returncode
+    returncode = run_nox(job, reuse, log_of(job))
     seconds = time.monotonic() - started
     outcome = "passed" if returncode == 0 else f"FAILED (exit {returncode})"
     built_note = " (its venv built beforehand)" if reuse else ""

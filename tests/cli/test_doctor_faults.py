@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.conftest import run_accelhal
+from tests.cli.conftest import Result, run_accelhal
 from tests.cli.test_doctor import problems
 from tests.plugin_sources import backend_plugin
 
@@ -89,3 +89,27 @@ def test_a_local_rank_the_backends_reject_is_a_problem() -> None:
     assert result.returncode == 1
     found = problems(result)
     assert "LOCAL_RANK" in found["bad-variable"]["title"] and "'abc'" in found["bad-variable"]["detail"]
+
+
+FROM_A_FRESH_INTERPRETER = "import sys; from accelhal.cli import main; sys.argv[0] = 'accelhal'; sys.exit(main())"
+"""``accelhal ARGS`` as a fresh interpreter runs it: torch not imported, so doctor's discovery child is started."""
+
+
+def test_the_forked_child_names_the_same_faults_as_the_started_one(site: Callable[..., str]) -> None:
+    """Where torch was imported before (here, the warm interpreter), the child is forked; the findings are the same."""
+    env = {
+        "PYTHONPATH": site(crash=CRASH, hang=HANG, segv=SEGFAULT),
+        "ACCELHAL_DOCTOR_TIMEOUT": STEP_LIMIT,
+        "ACCELHAL_BLOCK_PLUGINS": "cuda",
+    }
+    forked = run_accelhal("doctor", "--json", env=env)
+    started = run_accelhal("doctor", "--json", env=env, code=FROM_A_FRESH_INTERPRETER)
+
+    def findings(result: Result) -> list[tuple[str, str, str]]:
+        problems(result)  # no traceback, and the exit status is the report's
+        return sorted((p["code"], p["title"], p["fix"]) for p in result.json()["problems"])
+
+    assert forked.returncode == started.returncode == 1, (forked.output, started.output)
+    assert forked.json()["active"] == started.json()["active"] == "acmegood"
+    assert findings(forked) == findings(started)
+    assert {code for code, _, _ in findings(forked)} >= {"plugin-crashed", "plugin-hung"}
