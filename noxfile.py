@@ -64,6 +64,23 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-n", "auto", *session.posargs)
 
 
+SLOW_SUITE = ["-m", "slow and not adapter and not heavy and not integration"]
+"""The tests the README's suite leaves out for their time (``slow``) but for the adapters' (their sessions run them)."""
+
+
+@nox.session
+def slow(session: nox.Session) -> None:
+    """The slow tests (``slow``) with the README's environment; ``-- -n 2`` runs on two pytest-xdist workers.
+
+    CI runs it in the README venv (``--no-venv --no-install``: the session checks its torch first).
+    """
+    if session.venv_backend == "none":
+        require_installed(session, [TORCH])
+    else:
+        install_project(session, "test")
+    session.run("python", "-m", "pytest", *SLOW_SUITE, *session.posargs)
+
+
 CORE_TORCH = ["2.4.1", "2.6.0", "2.9.1", "2.11.0", "2.13.0", "2.14.1", "2.15.0"]
 """The torch releases the core suite runs on: the declared floor (``torch>=2.4``), the newest on the package
 index, and points between (docs/support.md). CI (``.ci/run``) runs the first and the last: ``nox -t core-ends``."""
@@ -71,7 +88,7 @@ index, and points between (docs/support.md). CI (``.ci/run``) runs the first and
 CORE_SUITE = ["-m", "not adapter"]
 """Every test but the framework adapters' (``adapter``: all of ``tests/compat``, docs/contributing.md)."""
 
-ADAPTER_SUITE = ["-m", "not heavy"]
+ADAPTER_SUITE = ["-m", "adapter and not heavy"]
 """The adapters' tests (``adapter``) with their end-to-end runs (``integration``: a Ray cluster, DeepSpeed's ranks
 training with the ``cpu_adam`` they compile), all of which the README's suite leaves to these sessions
 (``addopts``); ``-- -m integration`` runs the end-to-end runs alone."""
@@ -123,7 +140,7 @@ which ``tests/test_release_ranges.py`` checks against these pins), with a torch 
 @nox.session
 @nox.parametrize("end", list(ADAPTER_ENDS))
 def adapters(session: nox.Session, end: str) -> None:
-    """The adapters' tests (``tests/compat``) with every framework at one end of its supported range.
+    """The adapters' tests (``adapter``: ``tests/compat``, two on the device), each framework at one end of its range.
 
     ``nox -s "adapters(end='floor')"`` and ``nox -s "adapters(end='newest')"``, whose pins are the README venv's
     (CI runs both; the second in the README venv). ``-- -n 2`` runs on two pytest-xdist workers.
@@ -136,7 +153,7 @@ def adapters(session: nox.Session, end: str) -> None:
         session.install(torch)
         session.install("-e", ".[test-core]", *frameworks)
     session.run("python", "-c", "import sys, torch; print(sys.version, 'torch', torch.__version__)")
-    session.run("python", "-m", "pytest", "tests/compat", *ADAPTER_SUITE, *session.posargs)
+    session.run("python", "-m", "pytest", *ADAPTER_SUITE, *session.posargs)
 
 
 BETWEEN_ENDS: dict[str, tuple[str, ...]] = {
@@ -283,7 +300,16 @@ def npu(session: nox.Session, torch_npu: str) -> None:
         install_project(session, "test-core")
     release = {"ACCELHAL_TEST_TORCH_NPU": torch_npu}
     session.run(
-        "python", "-m", "pytest", "tests/test_vendor_stacks.py", "-p", "no:cacheprovider", *session.posargs, env=release
+        "python",
+        "-m",
+        "pytest",
+        "tests/test_vendor_stacks.py",
+        "-m",
+        "slow",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env=release,
     )
 
 

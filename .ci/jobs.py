@@ -9,8 +9,8 @@ Run by ``.ci/run`` from the clone's root with the interpreter of a venv that has
 - ``python .ci/jobs.py`` then runs every job, two side by side, the longest first, each on one pytest-xdist
   worker (``-n 1``). A job whose venv was built runs in it without installing again (``-R``); one whose build
   failed builds it again itself. The jobs that need exactly the README venv (the adapters' suite at the
-  newest end, the torch_npu stack's outer environment) run in it (``--no-venv --no-install``, with the README
-  venv first on ``PATH``; the sessions check its pins first).
+  newest end, the slow tests, the torch_npu stack's outer environment) run in it (``--no-venv --no-install``,
+  with the README venv first on ``PATH``; the sessions check its pins first).
 
 Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its time; then a
 table of every job's time and outcome. The exit status is 1 if any job failed.
@@ -72,6 +72,7 @@ def jobs() -> list[Job]:
         Job(newest_core),
         Job(oldest_core),
         Job("adapters(end='floor')"),
+        Job("slow", IN_README_VENV),
         Job("adapters(end='newest')", IN_README_VENV),
         Job("npu(torch_npu='2.13.0')", IN_README_VENV, ()),
         Job("xla", pytest_options=()),

@@ -141,6 +141,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
 """Every test under this directory is a framework adapter's (marked ``adapter``: outside the core suite)."""
 
+DEVICE_TESTS = Path(__file__).resolve().parent / "privateuse1"
+"""Every test under this directory runs on the test tree's device, a C++ extension, mostly in processes of its own
+(marked ``slow``: the README's suite leaves them to ``nox -s slow``)."""
+
 ADAPTER_FRAMEWORKS = (
     "deepspeed",
     "lightning",
@@ -156,10 +160,12 @@ ADAPTER_FRAMEWORKS = (
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the adapters' tests ``adapter``, order the units for xdist, skip GPU tests where no CUDA device is seen."""
+    """Mark the adapters' tests ``adapter``, the device's ``slow``; order the units for xdist; skip GPU tests on CPU."""
     for item in items:
         if item.path.is_relative_to(ADAPTER_TESTS):
             item.add_marker(pytest.mark.adapter)
+        if item.path.is_relative_to(DEVICE_TESTS):
+            item.add_marker(pytest.mark.slow)
     parallel.order_for_workers(config, items)
     needs_gpu = [item for item in items if item.get_closest_marker("cuda") or item.get_closest_marker("multigpu")]
     if not needs_gpu:
@@ -174,31 +180,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"needs two CUDA GPUs, {count} visible"))
 
 
-ADAPTERS_LEFT_OUT = pytest.StashKey[int]()
+LEFT_OUT = pytest.StashKey[dict[str, int]]()
+"""How many tests of each tier ``-m`` left out (``addopts`` does, in the README's suite)."""
+
+TIERS = {
+    "adapter": "the adapters' (tests/compat), run by nox -s \"adapters(end='newest')\" and \"adapters(end='floor')\"",
+    "slow": "the slow ones, run by nox -s slow",
+}
+"""The markers of the tests the README's suite leaves to CI's other jobs, and which job runs them."""
 
 
 def pytest_deselected(items: list[pytest.Item]) -> None:
-    """Count the adapters' tests that ``-m`` left out (``addopts`` does, in the README's suite)."""
+    """Count the tests of each tier that ``-m`` left out."""
     if items:
         config = items[0].config
-        left_out = sum(1 for item in items if item.get_closest_marker("adapter"))
-        config.stash[ADAPTERS_LEFT_OUT] = config.stash.get(ADAPTERS_LEFT_OUT, 0) + left_out
+        counts = config.stash.setdefault(LEFT_OUT, {})
+        for item in items:
+            tier = next((marker for marker in TIERS if item.get_closest_marker(marker)), None)
+            if tier is not None:
+                counts[tier] = counts.get(tier, 0) + 1
         if hasattr(config, "workeroutput"):  # a pytest-xdist worker: its controller writes the summary
-            config.workeroutput["adapters_left_out"] = config.stash[ADAPTERS_LEFT_OUT]
+            config.workeroutput["left_out"] = counts
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
-    """Take a worker's count of the adapters' tests left out (each worker collects them all)."""
-    left_out = getattr(node, "workeroutput", {}).get("adapters_left_out", 0)
-    node.config.stash[ADAPTERS_LEFT_OUT] = max(node.config.stash.get(ADAPTERS_LEFT_OUT, 0), left_out)
+    """Take a worker's counts of the tests left out (each worker collects them all)."""
+    counts = node.config.stash.setdefault(LEFT_OUT, {})
+    for tier, count in getattr(node, "workeroutput", {}).get("left_out", {}).items():
+        counts[tier] = max(counts.get(tier, 0), count)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """Say how to run the adapters' tests where ``-m`` left them out."""
-    left_out = config.stash.get(ADAPTERS_LEFT_OUT, 0)
-    if left_out:
-        terminalreporter.write_line(
-            f"{left_out} adapter tests (tests/compat) were left out by -m: `-m adapter` runs them here with the "
-            "frameworks installed; CI runs them in nox -s \"adapters(end='newest')\" and \"adapters(end='floor')\"",
-        )
+    """Say which tiers ``-m`` left out, how to run them here, and which CI job runs them."""
+    for tier, count in config.stash.get(LEFT_OUT, {}).items():
+        terminalreporter.write_line(f"{count} tests left out by -m: {TIERS[tier]}; `-m {tier}` runs them here")

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import ast
+import itertools
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,3 +42,53 @@ def test_every_ci_job_has_its_row_in_the_contributing_table() -> None:
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     for session in [*sessions, *core_ends()]:
         assert any(f"`{session}`" in row for row in rows), f"docs/contributing.md's CI table has no row for {session}"
+
+
+def noxfile_list(name: str) -> list[str]:
+    """The list ``noxfile.py`` assigns to ``name`` (read, not imported: the README venv has no nox)."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text())
+    (value,) = [
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets)
+    ]
+    listed: list[str] = ast.literal_eval(value)
+    return listed
+
+
+COLLECT = """
+import json, sys, pytest
+
+class Collected:
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+
+found = {}
+for name, options in json.loads(sys.argv[1]).items():
+    collected = Collected()
+    pytest.main(["--co", "-q", "-p", "no:cacheprovider", *options], plugins=[collected])
+    found[name] = collected.ids
+print("COLLECTED " + json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_the_readme_suite_and_the_jobs_tiers_share_no_test_and_leave_out_only_the_heavy_one() -> None:
+    """Every test runs in exactly one of: the README's suite, ``slow``, the adapters' sessions; ``heavy`` in none."""
+    selections = {
+        "readme": [],
+        "slow": noxfile_list("SLOW_SUITE"),
+        "adapters": noxfile_list("ADAPTER_SUITE"),
+        "heavy": ["-m", "heavy"],
+        "all": ["-m", "heavy or not heavy"],
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECT, json.dumps(selections)], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("COLLECTED ")]
+    found = {name: set(ids) for name, ids in json.loads(line.split(" ", 1)[1]).items()}
+    everything = found.pop("all")
+    assert len(everything) > 1000 and len(found["heavy"]) == 1
+    for one, other in itertools.combinations(found, 2):
+        assert not found[one] & found[other], f"in both {one} and {other}: {sorted(found[one] & found[other])[:5]}"
+    assert set().union(*found.values()) == everything, sorted(everything - set().union(*found.values()))[:5]

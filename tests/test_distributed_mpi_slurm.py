@@ -35,6 +35,8 @@ from tests.cluster_launch import (
 )
 from tests.venvs import prefix_install
 
+pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in nox -s slow
+
 MPICH = "mpich==5.0.2"
 
 
@@ -77,7 +79,6 @@ def test_mpirun_of_open_mpi_forms_the_group_from_its_variables(tmp_path: Path) -
         assert report["master"] == ["127.0.0.1", str(port)]
 
 
-@pytest.mark.slow
 def test_mpiexec_of_mpich_forms_the_group_from_its_pmi_variables(tmp_path: Path) -> None:
     mpiexec = prefix_install("mpich", MPICH) / "bin" / "mpiexec.hydra"
     port = free_port()

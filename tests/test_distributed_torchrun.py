@@ -18,6 +18,8 @@ import torch
 
 from tests.bounded import run_bounded
 
+pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in nox -s slow
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_gloo_worker.py"
 BENCHMARK = ROOT / "benchmarks" / "dist_bandwidth.py"
