@@ -275,8 +275,6 @@ def test_local_size_and_local_world_size_that_disagree_name_both() -> None:
 FOLLOWS_SIZE = """
 import os
 import accelhal
-
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in nox -s slow
 acc = accelhal.get_accelerator()
 seen = [acc.device_count()]
 os.environ["LOCAL_WORLD_SIZE"] = "3"          # same size of environment, new value

@@ -5,7 +5,8 @@ included), but not a plugin that ends the process (``os._exit()``, a native cras
 as a segmentation fault) or never returns (a hang). :func:`run_guarded` runs what a
 program would run (``import torch``, then :func:`accelhal.detect`, then every deferred
 plugin) in a child interpreter with the same ``sys.path`` and environment (a ``fork()`` of this
-process where it imported torch already and discovered no plugin: :class:`_ForkedChild`), and follows
+process where it imported torch already, made no device context and discovered no plugin:
+:class:`_ForkedChild`), and follows
 the steps it announces on :data:`accelhal.plugins.STEP_LOGGER`. When the child dies or a
 plugin step outlives its limit (``ACCELHAL_DOCTOR_TIMEOUT``), the step that was running
 names the plugin; the child is run again with that plugin blocked, until discovery
@@ -247,8 +248,24 @@ def _forked_child_main(env: dict[str, str], parent: int, stdout: int, stderr: in
         os._exit(status)
 
 
+DEVICE_MODULES = ("cuda", "xpu", "mtia")
+"""torch's device modules asked whether this process made a device context, besides the PrivateUse1 device's."""
+
+
+def _device_context_made() -> bool:
+    """Whether a device module of torch says this process made a device context (a fork could not use it)."""
+    torch = sys.modules["torch"]
+    try:
+        names = {*DEVICE_MODULES, torch._C._get_privateuse1_backend_name()}
+        return any(
+            callable(asked := getattr(getattr(torch, name, None), "is_initialized", None)) and asked() for name in names
+        )
+    except Exception:  # a vendor module that cannot say: as if it had one
+        return True
+
+
 def _can_fork() -> bool:
-    """Whether the child may be forked: torch imported here, and no plugin discovered nor backend selected yet."""
+    """Whether the child may be forked: torch imported here, no device context, no plugin discovered yet."""
     from accelhal import plugins
 
     return (
@@ -256,6 +273,7 @@ def _can_fork() -> bool:
         and "torch" in sys.modules
         and "accelhal.selection" not in sys.modules
         and plugins.current_registry() is None
+        and not _device_context_made()
     )
 
 
