@@ -42,6 +42,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from accelhal import torch_import
 from accelhal.cli import faults
 from accelhal.cli.guard import Outcome, run_guarded
 from accelhal.cli.models import DoctorOutput, Problem, Severity
@@ -308,6 +309,9 @@ def _check_selection(ctx: Context) -> None:
 
     if not ctx.torch_imports or not ctx.discovery_survives:
         return  # selection needs torch, and must not end this process: the problem above comes first
+    # The selection a program sees after ``import torch``, as the child's was, whether or not this
+    # process imported torch before: the generic backend asks torch only where torch is loaded.
+    torch_import.attempt()
     try:
         ctx.report = report = detect()
     except Exception as exc:  # the doctor reports a crash deep inside selection, it does not repeat it
