@@ -92,3 +92,25 @@ def test_the_readme_suite_and_the_jobs_tiers_share_no_test_and_leave_out_only_th
     for one, other in itertools.combinations(found, 2):
         assert not found[one] & found[other], f"in both {one} and {other}: {sorted(found[one] & found[other])[:5]}"
     assert set().union(*found.values()) == everything, sorted(everything - set().union(*found.values()))[:5]
+
+
+CLEANUP_RUN = """
+set -euo pipefail
+{cleanup}
+sleep 0 &
+installs=$!
+wait "$installs"
+trap cleanup EXIT
+{last}
+"""
+
+
+@pytest.mark.parametrize(("last", "status"), [("true", 0), ("exit 3", 3)])
+def test_ci_run_exits_with_its_own_status_after_its_cleanup(last: str, status: int, tmp_path: Path) -> None:
+    """``.ci/run``'s exit trap keeps the run's status, with its background builds already ended (kill fails)."""
+    script = (ROOT / ".ci" / "run").read_text()
+    cleanup = re.search(r"^cleanup\(\) \{\n.*?^\}\n", script, re.S | re.M)
+    assert cleanup, ".ci/run defines no cleanup() function"
+    body = CLEANUP_RUN.format(cleanup=cleanup.group(0).replace('"$CACHE"', '"$PWD/cache"'), last=last)
+    done = subprocess.run(["bash", "-c", body], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == status, done.stderr
