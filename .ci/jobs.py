@@ -89,17 +89,31 @@ def log_of(job: Job, suffix: str = "") -> Path:
     return LOGS / f"{job.session}{suffix}.log"
 
 
-def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> int:
-    """Run ``job``'s nox command with ``nox_options`` besides its own, its output to ``log``; its exit status."""
+@dataclass(frozen=True)
+class Outcome:
+    """How one nox command ended: its exit status, and the seconds it took on the clock and on the CPU."""
+
+    returncode: int
+    seconds: float
+    cpu_seconds: float
+    """User and system time of the command and every process it waited for (``os.wait4``)."""
+
+
+def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
+    """Run ``job``'s nox command with ``nox_options`` besides its own, its output to ``log``."""
+    started = time.monotonic()
     with log.open("w") as output:
-        return subprocess.run(
+        process = subprocess.Popen(
             job.command(*nox_options),
             cwd=ROOT,
             env=environment(),
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-        ).returncode
+        )
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+    return Outcome(process.returncode, time.monotonic() - started, usage.ru_utime + usage.ru_stime)
 
 
 def install() -> int:
@@ -107,9 +121,13 @@ def install() -> int:
     LOGS.mkdir(exist_ok=True)
     outcomes: dict[str, int] = {}
     for job in filter(lambda job: job.builds_venv, jobs()):
-        started = time.monotonic()
-        outcomes[job.session] = run_nox(job, ("--install-only",), log_of(job, ".install"))
-        print(f"built {job.session}: exit {outcomes[job.session]} in {time.monotonic() - started:.0f} s", flush=True)
+        outcome = run_nox(job, ("--install-only",), log_of(job, ".install"))
+        outcomes[job.session] = outcome.returncode
+        print(
+            f"built {job.session}: exit {outcome.returncode} in {outcome.seconds:.0f} s"
+            f" ({outcome.cpu_seconds:.0f} s of CPU)",
+            flush=True,
+        )
     INSTALLS.write_text(json.dumps(outcomes))
     return 0
 
@@ -122,17 +140,19 @@ def built() -> dict[str, int]:
         return {}
 
 
-def run(job: Job) -> tuple[Job, int, float]:
+def run(job: Job) -> tuple[Job, Outcome]:
     """Run ``job`` with its output to its log, in its built venv if it has one; print the log whole when it ends."""
     reuse = ("-R",) if built().get(job.session) == 0 else ()
-    started = time.monotonic()
-    returncode = run_nox(job, reuse, log_of(job))
-    seconds = time.monotonic() - started
-    outcome = "passed" if returncode == 0 else f"FAILED (exit {returncode})"
+    outcome = run_nox(job, reuse, log_of(job))
+    said = "passed" if outcome.returncode == 0 else f"FAILED (exit {outcome.returncode})"
     built_note = " (its venv built beforehand)" if reuse else ""
-    print(f"\n===== {job.session}: {outcome} in {seconds:.0f} s{built_note} =====", flush=True)
+    print(
+        f"\n===== {job.session}: {said} in {outcome.seconds:.0f} s"
+        f" ({outcome.cpu_seconds:.0f} s of CPU){built_note} =====",
+        flush=True,
+    )
     print(log_of(job).read_text(), flush=True)
-    return job, returncode, seconds
+    return job, outcome
 
 
 def main() -> int:
@@ -141,11 +161,12 @@ def main() -> int:
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         results = list(pool.map(run, jobs()))
-    print(f"\n{'job':<40} {'seconds':>8}  outcome")
-    for job, returncode, seconds in results:
-        print(f"{job.session:<40} {seconds:>8.0f}  {'passed' if returncode == 0 else 'FAILED'}")
+    print(f"\n{'job':<40} {'seconds':>8} {'CPU s':>8}  outcome")
+    for job, outcome in results:
+        said = "passed" if outcome.returncode == 0 else "FAILED"
+        print(f"{job.session:<40} {outcome.seconds:>8.0f} {outcome.cpu_seconds:>8.0f}  {said}")
     print(f"{'all jobs':<40} {time.monotonic() - started:>8.0f}", flush=True)
-    return 1 if any(returncode for _, returncode, _ in results) else 0
+    return 1 if any(outcome.returncode for _, outcome in results) else 0
 
 
 if __name__ == "__main__":
