@@ -1,19 +1,24 @@
 """CI's jobs beside and after the README's suite: the nox sessions, as many at a time as the machine has cores.
 
-Run by ``.ci/run`` from the clone's root with the interpreter of a venv that has ``nox[uv]``:
+Run by ``.ci/run`` from the clone's root, in the background, before the README's command starts, with the
+interpreter of a venv that has ``nox[uv]``:
 
-- ``python .ci/jobs.py install`` builds the venv of every job that has one of its own (``nox --install-only``,
-  uv from one cache), one after another, while the README's command runs: the README's pip install and its
-  suite leave a core idle or wait on the network for most of that time. Each build's outcome is written to
-  ``.ci-logs/installs.json``.
-- ``python .ci/jobs.py`` then runs every job, two side by side, the longest first, each on one pytest-xdist
-  worker (``-n 1``). A job whose venv was built runs in it without installing again (``-R``); one whose build
-  failed builds it again itself. The jobs that need exactly the README venv (the adapters' suite at the
-  newest end, the slow tests, the torch_npu stack's outer environment) run in it (``--no-venv --no-install``,
-  with the README venv first on ``PATH``; the sessions check its pins first).
+- A thread builds the venv of every job that has one of its own (``nox --install-only``, uv from one cache), one
+  after another, the early jobs' first: the README's pip install and its suite leave CPU idle for most of
+  that time.
+- An early job (:attr:`Job.early`: the vLLM session) starts as soon as its venv is built, beside everything else,
+  at a lower priority (``nice`` :data:`EARLY_NICENESS`): it takes the CPU that the README's suite and the other
+  jobs leave idle (they wait on their own children, clocks and pipes) and little of what they use. Nothing in
+  it waits on a deadline shorter than minutes.
+- The other jobs start once ``.ci/run`` says the README's command passed (:data:`README_PASSED`), as many at a
+  time as the machine has cores, the longest first, each on one pytest-xdist worker (``-n 1``). A job whose
+  venv was built runs in it without installing again (``-R``); one whose build failed builds it again itself.
+  The jobs that need exactly the README venv (the adapters' suite at the newest end, the slow tests, the
+  torch_npu stack's outer environment) run in it (``--no-venv --no-install``, with the README venv first on
+  ``PATH``; the sessions check its pins first).
 
-Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its time; then a
-table of every job's time and outcome. The exit status is 1 if any job failed.
+Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its time and its
+CPU time; then a table of every job's. The exit status is 1 if any job failed.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,12 +35,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / ".ci-logs"
-INSTALLS = LOGS / "installs.json"
-"""Each built session's ``nox --install-only`` exit status, by session name."""
+README_PASSED = LOGS / "readme-passed"
+"""Written by ``.ci/run`` once the README's command has passed: the other jobs may start."""
 README_VENV_BIN = ROOT / ".venv" / "bin"
 NOX = [str(Path(sys.executable).parent / "nox"), "--default-venv-backend", "uv"]
 IN_README_VENV = ("--no-venv", "--no-install")
 """A session run in the README venv: nox builds nothing, and ``python`` is the venv's (``PATH``)."""
+EARLY_NICENESS = 10
+"""The ``nice`` of an early job: where every core is busy it gets about a twentieth of the CPU (Linux's weights
+110 against 1,024 for each of two busy jobs), enough for its own deadlines of minutes; where one idles, the idle."""
+POLL_SECONDS = 1.0
+"""How often the runner looks for :data:`README_PASSED`."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +54,9 @@ class Job:
 
     session: str
     nox_options: tuple[str, ...] = ()
-    pytest_options: tuple[str, ...] = ("-n", "1")
+    pytest_options: tuple[str, ...] = ("-n", "1", "--durations=25")
+    early: bool = False
+    """Starts once its venv is built, at a lower priority (:data:`EARLY_NICENESS`), while the README's command runs."""
 
     @property
     def builds_venv(self) -> bool:
@@ -52,7 +65,8 @@ class Job:
 
     def command(self, *nox_options: str) -> list[str]:
         """The nox command line of this job, with ``nox_options`` besides its own."""
-        return [*NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
+        nice = ["nice", "-n", str(EARLY_NICENESS)] if self.early and "--install-only" not in nox_options else []
+        return [*nice, *NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
 
 
 def core_ends() -> list[str]:
@@ -65,17 +79,17 @@ def core_ends() -> list[str]:
 
 
 def jobs() -> list[Job]:
-    """Every job, the longest first."""
+    """Every job, the early ones first, then the longest first."""
     oldest_core, newest_core = core_ends()
     return [
-        Job("vllm(end='newest')"),
+        Job("vllm(end='newest')", early=True),
         Job(newest_core),
         Job(oldest_core),
         Job("adapters(end='floor')"),
         Job("slow", IN_README_VENV),
         Job("adapters(end='newest')", IN_README_VENV),
-        Job("npu(torch_npu='2.13.0')", IN_README_VENV, ()),
-        Job("xla", pytest_options=()),
+        Job("npu(torch_npu='2.13.0')", IN_README_VENV, ("--durations=25",)),
+        Job("xla", pytest_options=("--durations=25",)),
     ]
 
 
@@ -94,9 +108,23 @@ class Outcome:
     """How one nox command ended: its exit status, and the seconds it took on the clock and on the CPU."""
 
     returncode: int
+    started: float
+    """Seconds from the runner's start to the command's."""
     seconds: float
     cpu_seconds: float
     """User and system time of the command and every process it waited for (``os.wait4``)."""
+
+
+STARTED = time.monotonic()
+"""When the runner started: :attr:`Outcome.started` counts from here."""
+PRINTING = threading.Lock()
+"""Held while one job's log is printed whole, so that two jobs' logs never interleave."""
+
+
+def say(text: str) -> None:
+    """Print ``text`` whole, never interleaved with another thread's."""
+    with PRINTING:
+        print(text, flush=True)
 
 
 def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
@@ -113,61 +141,82 @@ def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
         )
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
-    return Outcome(process.returncode, time.monotonic() - started, usage.ru_utime + usage.ru_stime)
+    cpu_seconds = usage.ru_utime + usage.ru_stime
+    return Outcome(process.returncode, started - STARTED, time.monotonic() - started, cpu_seconds)
 
 
-def install() -> int:
-    """Build every job's own venv, one after another, the longest job's first; record each outcome. Always 0."""
-    LOGS.mkdir(exist_ok=True)
-    outcomes: dict[str, int] = {}
-    for job in filter(lambda job: job.builds_venv, jobs()):
-        outcome = run_nox(job, ("--install-only",), log_of(job, ".install"))
-        outcomes[job.session] = outcome.returncode
-        print(
-            f"built {job.session}: exit {outcome.returncode} in {outcome.seconds:.0f} s"
-            f" ({outcome.cpu_seconds:.0f} s of CPU)",
-            flush=True,
-        )
-    INSTALLS.write_text(json.dumps(outcomes))
-    return 0
+class Builds:
+    """The jobs' own venvs, built one after another in a thread of their own (``nox --install-only``)."""
+
+    def __init__(self, every: list[Job]) -> None:
+        self._order = [job for job in every if job.builds_venv]
+        self._order.sort(key=lambda job: not job.early)  # stable: the early jobs' first, the rest as listed
+        self._built = {job.session: threading.Event() for job in self._order}
+        self._returncodes: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._build_all, name="builds", daemon=True)
+
+    def start(self) -> None:
+        """Start building, in the background."""
+        self._thread.start()
+
+    def _build_all(self) -> None:
+        for job in self._order:
+            outcome = run_nox(job, ("--install-only",), log_of(job, ".install"))
+            self._returncodes[job.session] = outcome.returncode
+            self._built[job.session].set()
+            say(
+                f"built {job.session}: exit {outcome.returncode} in {outcome.seconds:.0f} s"
+                f" ({outcome.cpu_seconds:.0f} s of CPU), {outcome.started + outcome.seconds:.0f} s in"
+            )
+
+    def reuse(self, job: Job) -> tuple[str, ...]:
+        """Wait for ``job``'s venv; ``("-R",)`` where it was built, none where it failed (the job builds it)."""
+        if not job.builds_venv:
+            return ()
+        self._built[job.session].wait()
+        return ("-R",) if self._returncodes[job.session] == 0 else ()
 
 
-def built() -> dict[str, int]:
-    """What :func:`install` recorded; empty if it did not run or did not finish."""
-    try:
-        return dict(json.loads(INSTALLS.read_text()))
-    except (OSError, ValueError):
-        return {}
-
-
-def run(job: Job) -> tuple[Job, Outcome]:
+def run(job: Job, builds: Builds) -> tuple[Job, Outcome]:
     """Run ``job`` with its output to its log, in its built venv if it has one; print the log whole when it ends."""
-    reuse = ("-R",) if built().get(job.session) == 0 else ()
+    reuse = builds.reuse(job)
     outcome = run_nox(job, reuse, log_of(job))
     said = "passed" if outcome.returncode == 0 else f"FAILED (exit {outcome.returncode})"
-    built_note = " (its venv built beforehand)" if reuse else ""
-    print(
-        f"\n===== {job.session}: {said} in {outcome.seconds:.0f} s"
-        f" ({outcome.cpu_seconds:.0f} s of CPU){built_note} =====",
-        flush=True,
+    notes = [*(["its venv built beforehand"] if reuse else []), *([f"nice {EARLY_NICENESS}"] if job.early else [])]
+    say(
+        f"\n===== {job.session}: {said} in {outcome.seconds:.0f} s ({outcome.cpu_seconds:.0f} s of CPU),"
+        f" from {outcome.started:.0f} s{''.join(f'; {note}' for note in notes)} =====\n" + log_of(job).read_text()
     )
-    print(log_of(job).read_text(), flush=True)
     return job, outcome
 
 
+def wait_for_the_readme_command() -> None:
+    """Return once ``.ci/run`` has written :data:`README_PASSED` (it ends this runner if the command fails)."""
+    while not README_PASSED.exists():
+        time.sleep(POLL_SECONDS)
+    say(f"the README's command passed; the other jobs start, {time.monotonic() - STARTED:.0f} s in")
+
+
 def main() -> int:
-    """Run every job, ``os.cpu_count()`` at a time; print the table of times; 1 if any failed."""
+    """Run every job as the module says; print the table of times; 1 if any failed."""
     LOGS.mkdir(exist_ok=True)
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        results = list(pool.map(run, jobs()))
-    print(f"\n{'job':<40} {'seconds':>8} {'CPU s':>8}  outcome")
+    every = jobs()
+    builds = Builds(every)
+    builds.start()
+    early = [job for job in every if job.early]
+    with ThreadPoolExecutor(max_workers=len(early) or 1) as early_pool:
+        early_results = [early_pool.submit(run, job, builds) for job in early]
+        wait_for_the_readme_command()
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = list(pool.map(lambda job: run(job, builds), [job for job in every if not job.early]))
+        results[:0] = [future.result() for future in early_results]
+    say(f"\n{'job':<40} {'from s':>7} {'seconds':>8} {'CPU s':>7}  outcome")
     for job, outcome in results:
         said = "passed" if outcome.returncode == 0 else "FAILED"
-        print(f"{job.session:<40} {outcome.seconds:>8.0f} {outcome.cpu_seconds:>8.0f}  {said}")
-    print(f"{'all jobs':<40} {time.monotonic() - started:>8.0f}", flush=True)
+        say(f"{job.session:<40} {outcome.started:>7.0f} {outcome.seconds:>8.0f} {outcome.cpu_seconds:>7.0f}  {said}")
+    say(f"{'all jobs':<40} {'':>7} {time.monotonic() - STARTED:>8.0f}")
     return 1 if any(outcome.returncode for _, outcome in results) else 0
 
 
 if __name__ == "__main__":
-    sys.exit(install() if sys.argv[1:] == ["install"] else main())
+    sys.exit(main())

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -97,20 +99,45 @@ def test_the_readme_suite_and_the_jobs_tiers_share_no_test_and_leave_out_only_th
 CLEANUP_RUN = """
 set -euo pipefail
 {cleanup}
-sleep 0 &
-installs=$!
-wait "$installs"
+runner=
+setsid bash -c '{runner}' < /dev/null > /dev/null 2>&1 &
+runner=$!
+echo "runner $runner"
+{before}
 trap cleanup EXIT
 {last}
 """
 
 
-@pytest.mark.parametrize(("last", "status"), [("true", 0), ("exit 3", 3)])
-def test_ci_run_exits_with_its_own_status_after_its_cleanup(last: str, status: int, tmp_path: Path) -> None:
-    """``.ci/run``'s exit trap keeps the run's status, with its background builds already ended (kill fails)."""
+def run_with_cleanup(tmp_path: Path, runner: str, before: str, last: str) -> subprocess.CompletedProcess[str]:
+    """A script with ``.ci/run``'s own ``cleanup()``: a runner in its own session, then ``last`` under the trap."""
     script = (ROOT / ".ci" / "run").read_text()
     cleanup = re.search(r"^cleanup\(\) \{\n.*?^\}\n", script, re.S | re.M)
     assert cleanup, ".ci/run defines no cleanup() function"
-    body = CLEANUP_RUN.format(cleanup=cleanup.group(0).replace('"$CACHE"', '"$PWD/cache"'), last=last)
-    done = subprocess.run(["bash", "-c", body], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    body = CLEANUP_RUN.format(
+        cleanup=cleanup.group(0).replace('"$CACHE"', '"$PWD/cache"'), runner=runner, before=before, last=last
+    )
+    return subprocess.run(["bash", "-c", body], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+
+
+@pytest.mark.parametrize(("last", "status"), [("true", 0), ("exit 3", 3)])
+def test_ci_run_exits_with_its_own_status_after_its_cleanup(last: str, status: int, tmp_path: Path) -> None:
+    """``.ci/run``'s exit trap keeps the run's status where the runner has ended already (its kill fails)."""
+    done = run_with_cleanup(tmp_path, "true", 'wait "$runner"', last)
     assert done.returncode == status, done.stderr
+
+
+def test_a_failed_ci_run_ends_the_runner_and_every_process_it_started(tmp_path: Path) -> None:
+    """A run that fails while the runner works (the README's command failed) leaves none of its processes."""
+    started = "while [ ! -e started ]; do sleep 0.05; done"
+    done = run_with_cleanup(tmp_path, "sleep 300 & touch started; sleep 300", started, "exit 4")
+    assert done.returncode == 4, done.stderr
+    (group,) = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("runner ")]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    pytest.fail(f"the runner's process group {group} is still alive after the run ended")
