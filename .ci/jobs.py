@@ -4,18 +4,18 @@ Run by ``.ci/run`` from the clone's root, in the background, before the README's
 interpreter of a venv that has ``nox[uv]``:
 
 - A thread builds the venv of every job that has one of its own (``nox --install-only``, uv from one cache), one
-  after another, the early jobs' first: the README's pip install and its suite leave CPU idle for most of
-  that time.
-- An early job (:attr:`Job.early`: the vLLM session) starts as soon as its venv is built, beside everything else,
-  at a lower priority (``nice`` :data:`EARLY_NICENESS`): it takes the CPU that the README's suite and the other
-  jobs leave idle (they wait on their own children, clocks and pipes) and little of what they use. Nothing in
-  it waits on a deadline shorter than minutes.
-- The other jobs start once ``.ci/run`` says the README's command passed (:data:`README_PASSED`), as many at a
-  time as the machine has cores, the longest first, each on one pytest-xdist worker (``-n 1``). A job whose
-  venv was built runs in it without installing again (``-R``); one whose build failed builds it again itself.
-  The jobs that need exactly the README venv (the adapters' suite at the newest end, the slow tests, the
-  torch_npu stack's outer environment) run in it (``--no-venv --no-install``, with the README venv first on
-  ``PATH``; the sessions check its pins first).
+  after another, while the README's command runs: its pip install and its suite leave CPU idle for most of that
+  time.
+- The jobs start once ``.ci/run`` says the README's command passed (:data:`README_PASSED`), as many at a time as
+  the machine has cores, the longest first, each on one pytest-xdist worker (``-n 1``). A job whose venv was
+  built runs in it without installing again (``-R``); one whose build failed builds it again itself. The jobs
+  that need exactly the README venv (the adapters' suite at the newest end, the slow tests, the torch_npu
+  stack's outer environment) run in it (``--no-venv --no-install``, with the README venv first on ``PATH``; the
+  sessions check its pins first).
+
+No job runs beside the README's suite: Linux shares the CPU equally between sessions (autogroups), whatever
+their ``nice``, and the tests start sessions of their own, so a job there took half the suite's CPU (measured:
+the suite 371 s instead of 209 s with the vLLM job at ``nice 10`` beside it).
 
 Each job's output goes to ``.ci-logs/<job>.log`` and is printed whole when the job ends, with its time and its
 CPU time; then a table of every job's. The exit status is 1 if any job failed.
@@ -41,9 +41,6 @@ README_VENV_BIN = ROOT / ".venv" / "bin"
 NOX = [str(Path(sys.executable).parent / "nox"), "--default-venv-backend", "uv"]
 IN_README_VENV = ("--no-venv", "--no-install")
 """A session run in the README venv: nox builds nothing, and ``python`` is the venv's (``PATH``)."""
-EARLY_NICENESS = 10
-"""The ``nice`` of an early job: where every core is busy it gets about a twentieth of the CPU (Linux's weights
-110 against 1,024 for each of two busy jobs), enough for its own deadlines of minutes; where one idles, the idle."""
 POLL_SECONDS = 1.0
 """How often the runner looks for :data:`README_PASSED`."""
 
@@ -55,8 +52,6 @@ class Job:
     session: str
     nox_options: tuple[str, ...] = ()
     pytest_options: tuple[str, ...] = ("-n", "1", "--durations=25")
-    early: bool = False
-    """Starts once its venv is built, at a lower priority (:data:`EARLY_NICENESS`), while the README's command runs."""
 
     @property
     def builds_venv(self) -> bool:
@@ -65,8 +60,7 @@ class Job:
 
     def command(self, *nox_options: str) -> list[str]:
         """The nox command line of this job, with ``nox_options`` besides its own."""
-        nice = ["nice", "-n", str(EARLY_NICENESS)] if self.early and "--install-only" not in nox_options else []
-        return [*nice, *NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
+        return [*NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
 
 
 def core_ends() -> list[str]:
@@ -79,10 +73,10 @@ def core_ends() -> list[str]:
 
 
 def jobs() -> list[Job]:
-    """Every job, the early ones first, then the longest first."""
+    """Every job, the longest first."""
     oldest_core, newest_core = core_ends()
     return [
-        Job("vllm(end='newest')", early=True),
+        Job("vllm(end='newest')"),
         Job(newest_core),
         Job(oldest_core),
         Job("adapters(end='floor')"),
@@ -150,7 +144,6 @@ class Builds:
 
     def __init__(self, every: list[Job]) -> None:
         self._order = [job for job in every if job.builds_venv]
-        self._order.sort(key=lambda job: not job.early)  # stable: the early jobs' first, the rest as listed
         self._built = {job.session: threading.Event() for job in self._order}
         self._returncodes: dict[str, int] = {}
         self._thread = threading.Thread(target=self._build_all, name="builds", daemon=True)
@@ -182,17 +175,24 @@ def run(job: Job, builds: Builds) -> tuple[Job, Outcome]:
     reuse = builds.reuse(job)
     outcome = run_nox(job, reuse, log_of(job))
     said = "passed" if outcome.returncode == 0 else f"FAILED (exit {outcome.returncode})"
-    notes = [*(["its venv built beforehand"] if reuse else []), *([f"nice {EARLY_NICENESS}"] if job.early else [])]
+    built_note = "; its venv built beforehand" if reuse else ""
     say(
         f"\n===== {job.session}: {said} in {outcome.seconds:.0f} s ({outcome.cpu_seconds:.0f} s of CPU),"
-        f" from {outcome.started:.0f} s{''.join(f'; {note}' for note in notes)} =====\n" + log_of(job).read_text()
+        f" from {outcome.started:.0f} s{built_note} =====\n" + log_of(job).read_text()
     )
     return job, outcome
 
 
 def wait_for_the_readme_command() -> None:
-    """Return once ``.ci/run`` has written :data:`README_PASSED` (it ends this runner if the command fails)."""
+    """Return once ``.ci/run`` has written :data:`README_PASSED`; exit if ``.ci/run`` has ended without it.
+
+    ``.ci/run`` ends this runner's process group where the README's command fails; a ``.ci/run`` killed outright
+    leaves it an orphan, which ends here.
+    """
+    parent = os.getppid()
     while not README_PASSED.exists():
+        if os.getppid() != parent:
+            raise SystemExit(".ci/run ended before the README's command passed")
         time.sleep(POLL_SECONDS)
     say(f"the README's command passed; the other jobs start, {time.monotonic() - STARTED:.0f} s in")
 
@@ -203,13 +203,9 @@ def main() -> int:
     every = jobs()
     builds = Builds(every)
     builds.start()
-    early = [job for job in every if job.early]
-    with ThreadPoolExecutor(max_workers=len(early) or 1) as early_pool:
-        early_results = [early_pool.submit(run, job, builds) for job in early]
-        wait_for_the_readme_command()
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            results = list(pool.map(lambda job: run(job, builds), [job for job in every if not job.early]))
-        results[:0] = [future.result() for future in early_results]
+    wait_for_the_readme_command()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        results = list(pool.map(lambda job: run(job, builds), every))
     say(f"\n{'job':<40} {'from s':>7} {'seconds':>8} {'CPU s':>7}  outcome")
     for job, outcome in results:
         said = "passed" if outcome.returncode == 0 else "FAILED"
@@ -219,4 +215,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    os.setpgid(0, 0)  # a process group of its own, in .ci/run's session: .ci/run's cleanup ends the group
     sys.exit(main())

@@ -100,7 +100,7 @@ CLEANUP_RUN = """
 set -euo pipefail
 {cleanup}
 runner=
-setsid bash -c '{runner}' < /dev/null > /dev/null 2>&1 &
+"{python}" -c "{own_group}" '{runner}' < /dev/null > /dev/null 2>&1 &
 runner=$!
 echo "runner $runner"
 {before}
@@ -109,13 +109,22 @@ trap cleanup EXIT
 """
 
 
+OWN_GROUP = "import os, sys; os.setpgid(0, 0); os.execvp('bash', ['bash', '-c', sys.argv[1]])"
+"""The runner's start as ``.ci/jobs.py`` makes it: a process group of its own, in the script's session."""
+
+
 def run_with_cleanup(tmp_path: Path, runner: str, before: str, last: str) -> subprocess.CompletedProcess[str]:
     """A script with ``.ci/run``'s own ``cleanup()``: a runner in its own session, then ``last`` under the trap."""
     script = (ROOT / ".ci" / "run").read_text()
     cleanup = re.search(r"^cleanup\(\) \{\n.*?^\}\n", script, re.S | re.M)
     assert cleanup, ".ci/run defines no cleanup() function"
     body = CLEANUP_RUN.format(
-        cleanup=cleanup.group(0).replace('"$CACHE"', '"$PWD/cache"'), runner=runner, before=before, last=last
+        cleanup=cleanup.group(0).replace('"$CACHE"', '"$PWD/cache"'),
+        python=sys.executable,
+        own_group=OWN_GROUP,
+        runner=runner,
+        before=before,
+        last=last,
     )
     return subprocess.run(["bash", "-c", body], capture_output=True, text=True, timeout=30, cwd=tmp_path)
 
