@@ -16,7 +16,7 @@ the first bracket outermost; order and repeats are kept as written. As in Slurm'
 
 The whole list is parsed (and a malformed one refused) before anything is expanded, and
 expansion is lazy, so :func:`first_host` of a list of thousands of nodes builds one name.
-This module imports nothing outside the standard library but accelhal's errors.
+This module imports nothing outside the standard library but accelhal's errors and message text.
 """
 
 from __future__ import annotations
@@ -25,9 +25,14 @@ import re
 from collections.abc import Iterator
 
 from accelhal.errors import ConfigurationError
+from accelhal.text import quote, shorten
 
 _ENTRY = re.compile(r"([^\[\],]*)(?:\[([^\[\]]*)\])?")
-_RANGE = re.compile(r"(\d+)(?:-(\d+))?", re.ASCII)
+MAX_DIGITS = 18
+"""The most digits of a node number (an int64 holds them; Slurm's are a few)."""
+MAX_BRACKETS = 16
+"""The most bracketed ranges in one entry (Slurm's grids have up to 5 dimensions): each is a loop of the expansion."""
+_RANGE = re.compile(r"(\d{1,18})(?:-(\d{1,18}))?", re.ASCII)
 _EXAMPLE = "such as 'node[03-05,07]' or 'gpu01,gpu02'"
 
 
@@ -102,14 +107,16 @@ def _parse_entry(hostlist: str, entry: str) -> list[str | list[_Span]]:
     while position < len(entry):
         match = _ENTRY.match(entry, position)
         if match is None or match.end() == position:
-            raise _malformed(hostlist, f"has {entry!r}, which is not a name with bracketed ranges")
+            raise _malformed(hostlist, f"has {quote(entry)}, which is not a name with bracketed ranges")
         literal, ranges = match.groups()
         if literal and pieces and ranges is None:
-            raise _malformed(hostlist, f"has {entry!r}, with {literal!r} after its last bracket")
+            raise _malformed(hostlist, f"has {quote(entry)}, with {quote(literal)} after its last bracket")
         if literal:
             pieces.append(literal)
         if ranges is not None:
             pieces.append(_parse_ranges(hostlist, ranges))
+            if len(pieces) > 2 * MAX_BRACKETS:
+                raise _malformed(hostlist, f"has an entry with more than {MAX_BRACKETS} bracketed ranges")
         position = match.end()
     return pieces
 
@@ -120,7 +127,11 @@ def _parse_ranges(hostlist: str, ranges: str) -> list[_Span]:
     for part in ranges.split(","):
         match = _RANGE.fullmatch(part.strip())
         if match is None:
-            raise _malformed(hostlist, f"has [{ranges}], whose {part.strip()!r} is not a number or a range N-M")
+            raise _malformed(
+                hostlist,
+                f"has [{shorten(ranges)}], whose {quote(part.strip())} is not a number or a range N-M"
+                f" (numbers of at most {MAX_DIGITS} digits)",
+            )
         low, high = match[1], match[2] or match[1]
         if int(high) < int(low):
             raise _malformed(hostlist, f"has the range {part.strip()!r}, which counts down")
@@ -130,5 +141,5 @@ def _parse_ranges(hostlist: str, ranges: str) -> list[_Span]:
 
 def _malformed(hostlist: str, problem: str) -> ConfigurationError:
     return ConfigurationError(
-        f"the host list {hostlist!r} {problem}; Slurm writes host lists {_EXAMPLE}", value=hostlist
+        f"the host list {quote(hostlist)} {problem}; Slurm writes host lists {_EXAMPLE}", value=hostlist
     )

@@ -57,11 +57,16 @@ from accelhal.launchers import (
     SLURM_TASK_COUNTS,
     Launcher,
 )
+from accelhal.text import quote
 
 _A = TypeVar("_A")
 
 
-_SLURM_COUNT = r"^(\d+)(?:\(x(\d+)\))?$"
+MAX_DIGITS = 18
+"""The most digits of a number a launcher writes (a rank, a size, a port, a Slurm count): an int64 holds them;
+a longer one is refused before ``int()`` reads it (Python's own limit is 4,300 digits)."""
+
+_SLURM_COUNT = r"^(\d{1,18})(?:\(x(\d{1,18})\))?$"
 """One item of Slurm's task counts (``4(x2)``); compiled by :mod:`re` on first use, under Slurm only."""
 
 
@@ -275,56 +280,64 @@ def _required(env: Mapping[str, str], launcher: Launcher, names: tuple[str, ...]
 
 def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
     raw = env[name].strip()
-    if not _is_digits(raw) or int(raw) < minimum:
+    if not _is_number(raw) or int(raw) < minimum:
         kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         raise DistributedSetupError(
-            f"{name} must be {kind} as set by a launcher, got {raw!r}", variable=name, value=raw
+            f"{name} must be {kind} of at most {MAX_DIGITS} digits as set by a launcher, got {quote(raw)}",
+            variable=name,
+            value=raw,
         )
     return int(raw)
 
 
-def _is_digits(raw: str) -> bool:
-    """True for ASCII digits only: ``str.isdigit`` also accepts ``"²"``, which ``int`` rejects."""
-    return raw.isascii() and raw.isdigit()
+def _is_number(raw: str) -> bool:
+    """True for 1 to :data:`MAX_DIGITS` ASCII digits: ``str.isdigit`` also accepts ``"²"``, which ``int`` rejects."""
+    return raw.isascii() and raw.isdigit() and len(raw) <= MAX_DIGITS
 
 
 def _parse_port(env: Mapping[str, str]) -> int | None:
     raw = _get(env, "MASTER_PORT")
     if raw is None:
         return None
-    if not _is_digits(raw) or not 0 < int(raw) < 65536:
+    if not _is_number(raw) or not 0 < int(raw) < 65536:
         raise DistributedSetupError(
-            f"MASTER_PORT must be a TCP port number between 1 and 65535, got {raw!r}", variable="MASTER_PORT", value=raw
+            f"MASTER_PORT must be a TCP port number between 1 and 65535, got {quote(raw)}",
+            variable="MASTER_PORT",
+            value=raw,
         )
     return int(raw)
 
 
 def _parse_local_size(env: Mapping[str, str], launcher: Launcher, name: str) -> int:
-    """A local world size; Slurm's compressed form (``"4(x2)"``, ``"2(x3),1"``) is read per node."""
+    """A local world size; Slurm's compressed form (``"4(x2)"``, ``"2(x3),1"``) is read per node, never expanded."""
     if launcher.source != "slurm":
         return _parse_int(env, name, minimum=1)
-    counts = []
+    runs: list[tuple[int, int]] = []  # (tasks, nodes) as written: "4(x2)" is four tasks on each of two nodes
     for part in env[name].strip().split(","):
         match = re.match(_SLURM_COUNT, part.strip(), re.ASCII)
-        if not match or int(match[1]) < 1:
+        if not match or int(match[1]) < 1 or int(match[2] or 1) < 1:
             raise DistributedSetupError(
-                f"{name} must be Slurm's task count per node such as '4' or '4(x2),2', got {env[name]!r}",
+                f"{name} must be Slurm's task count per node such as '4' or '4(x2),2' (numbers of at most"
+                f" {MAX_DIGITS} digits), got {quote(env[name])}",
                 variable=name,
                 value=env[name],
             )
-        counts += [int(match[1])] * int(match[2] or 1)
-    if len(set(counts)) == 1:
-        return counts[0]
+        runs.append((int(match[1]), int(match[2] or 1)))
+    if len({tasks for tasks, _ in runs}) == 1:
+        return runs[0][0]
+    nodes = sum(count for _, count in runs)
     node = _first(env, ("SLURM_NODEID",))
-    index = _parse_int(env, node, minimum=0) if node else len(counts)
-    if index >= len(counts):
-        raise DistributedSetupError(
-            f"{name}={env[name]!r} differs between nodes and SLURM_NODEID does not pick one of its "
-            f"{len(counts)} nodes; run the job through srun, which sets both",
-            variable="SLURM_NODEID",
-            value=env.get("SLURM_NODEID"),
-        )
-    return counts[index]
+    index = _parse_int(env, node, minimum=0) if node else nodes
+    for tasks, count in runs:
+        if index < count:
+            return tasks
+        index -= count
+    raise DistributedSetupError(
+        f"{name}={quote(env[name])} differs between nodes and SLURM_NODEID does not pick one of its "
+        f"{nodes} nodes; run the job through srun, which sets both",
+        variable="SLURM_NODEID",
+        value=env.get("SLURM_NODEID"),
+    )
 
 
 def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:

@@ -435,17 +435,39 @@ def __getattr__(name: str) -> tuple[Any, ...]:
     return value
 
 
-def parse_seconds(variable: str, raw: str | None, default: float) -> float:
-    """Parse a positive number of seconds; unset or blank is ``default``."""
-    if raw is None or not raw.strip():
-        return default
+MAX_SECONDS = 1_000_000.0
+"""The longest wait accelhal takes, in seconds (about 11.6 days): a longer one overflows the clocks, ``timedelta``
+and C ints below the calls that wait (an ``OverflowError`` from a thread, a timer or torch)."""
+
+SECONDS_SYNTAX = f"a positive number of seconds up to {MAX_SECONDS:.0f}"
+"""What a number of seconds must be, in the words of every message that refuses one."""
+
+
+def seconds(raw: str) -> float | None:
+    """``raw`` as a number of seconds, above 0 and at most :data:`MAX_SECONDS`; None where it is not one.
+
+    >>> seconds("2.5"), seconds("0"), seconds("1e300"), seconds("nan")
+    (2.5, None, None, None)
+    """
     try:
         value = float(raw)
     except ValueError:
-        value = float("nan")
-    if not value > 0 or value == float("inf"):
+        return None
+    return value if 0 < value <= MAX_SECONDS else None
+
+
+def parse_seconds(variable: str, raw: str | None, default: float) -> float:
+    """Parse ``variable``'s value ``raw`` as :func:`seconds` does; unset or blank is ``default``.
+
+    Raises:
+        ConfigurationError: naming ``variable``, where ``raw`` is not :data:`SECONDS_SYNTAX`.
+    """
+    if raw is None or not raw.strip():
+        return default
+    value = seconds(raw)
+    if value is None:
         raise _bad_value(
-            f"{variable}={quote(raw)} is not a positive number of seconds (for example 600)",
+            f"{variable}={quote(raw)} is not {SECONDS_SYNTAX} (for example 600)",
             variable=variable,
             value=raw,
         )

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from accelhal._record import field, record
 from accelhal.probing import device_module_probe
+from accelhal.text import quote
 from accelhal.verdict import Probe, Status, Verdict
 
 __all__ = [
@@ -86,6 +87,10 @@ def contract_version_hint(version: object, source: str) -> str | None:
         )
     return f"ask the maintainers of {source} to declare an int contract_version (accelhal.CONTRACT_VERSION)"
 
+
+PRIORITY_LIMIT = 1_000_000
+"""The largest priority either way (the built-ins' are in the hundreds): beyond it an int orders nothing more, and
+one of 4,301 digits would stop every report that prints it."""
 
 NAME_SYNTAX = "[a-z][a-z0-9_]{0,31}"
 """A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_`` (as a regular expression)."""
@@ -147,7 +152,8 @@ class BackendSpec:
     Attributes:
         name: the backend's name (``ACCELHAL_ACCELERATOR=<name>``); see :data:`NAME_SYNTAX`.
         device_type: the ``torch.device`` type string of its tensors (``"cuda"``, ``"npu"``).
-        priority: higher is probed first (the built-ins' priorities: ``docs/reference/priorities.md``).
+        priority: higher is probed first, at most :data:`PRIORITY_LIMIT` either way (the built-ins' priorities:
+            ``docs/reference/priorities.md``).
         accelerator: the :class:`accelhal.Accelerator` subclass, or a lazy
             ``"module:Class"`` reference imported only when this backend is chosen.
         probe: see :data:`~accelhal.verdict.Probe`.
@@ -215,7 +221,10 @@ class BackendSpec:
         if not isinstance(self.device_type, str) or not self.device_type.isidentifier():
             problems.append(f"device_type must be a torch device type such as 'cuda', got {self.device_type!r}")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int):
-            problems.append(f"priority must be an int, got {self.priority!r}")
+            problems.append(f"priority must be an int, got {quote(self.priority)}")
+        elif not -PRIORITY_LIMIT <= self.priority <= PRIORITY_LIMIT:
+            bounds = f"between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}"
+            problems.append(f"priority must be an int {bounds}, got {quote(self.priority)}")
         if isinstance(self.accelerator, str):
             if self.accelerator.count(":") != 1 or not all(self.accelerator.split(":")):
                 problems.append(f"accelerator must be 'module:Class', got {self.accelerator!r}")

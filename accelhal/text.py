@@ -25,8 +25,14 @@ def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+PRINTABLE_INT_BITS = 1_000
+"""An int of more bits (about 300 digits) is quoted by its size: Python refuses to print one of 4,301 digits."""
+
+
 def quote(value: object, limit: int = SHORTEN_LIMIT) -> str:
-    """``repr(value)``, shortened: how a message quotes a value it was given."""
+    """``repr(value)``, shortened: how a message quotes a value it was given; a huge int by its number of digits."""
+    if isinstance(value, int) and value.bit_length() > PRINTABLE_INT_BITS:
+        return f"an int of about {value.bit_length() * 30103 // 100000} digits"
     return shorten(repr(value), limit)
 
 

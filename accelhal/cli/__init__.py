@@ -91,13 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _seconds(text: str) -> float:
-    """A positive number of seconds, for ``--timeout``."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds (for example 30)")
+    """A number of seconds for ``--timeout``, as :func:`accelhal.settings.seconds` reads it."""
+    from accelhal.settings import SECONDS_SYNTAX, seconds
+    from accelhal.text import quote
+
+    value = seconds(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"{quote(text)} is not {SECONDS_SYNTAX} (for example 30)")
     return value
 
 

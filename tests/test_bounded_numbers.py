@@ -1,0 +1,121 @@
+"""Every number a user or a plugin gives is bounded before use: a clear error naming it, never an overflow."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import accelhal
+from accelhal.errors import ConfigurationError, DistributedSetupError
+from accelhal.hostlist import expand_hostlist
+from accelhal.launcher import read_launch_env
+from accelhal.settings import MAX_SECONDS
+from accelhal.spec import PRIORITY_LIMIT
+from tests.cli.conftest import run_accelhal
+from tests.conftest import InstallDistribution
+from tests.plugin_sources import backend_plugin
+
+TOO_LONG = ["1e10", "1e300", str(MAX_SECONDS * 2)]
+"""Numbers of seconds past :data:`MAX_SECONDS`, up to what no clock or C int holds."""
+
+
+@pytest.mark.parametrize("value", TOO_LONG)
+def test_a_timeout_past_the_bound_is_a_usage_error_naming_it(value: str) -> None:
+    result = run_accelhal("info", "--timeout", value)
+    assert result.returncode == 2, result.output
+    assert f"'{value}' is not a positive number of seconds up to 1000000" in result.stderr
+    assert "Traceback" not in result.output and "OverflowError" not in result.output
+
+
+@pytest.mark.parametrize("variable", ["ACCELHAL_TIMEOUT", "ACCELHAL_DOCTOR_TIMEOUT"])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]], ids=["text", "json"])
+def test_a_command_refuses_a_variable_past_the_bound_naming_it(variable: str, json_flag: list[str]) -> None:
+    result = run_accelhal("doctor", *json_flag, env={variable: "1e300"})
+    assert result.returncode != 0, result.output
+    assert f"{variable}='1e300'" in " ".join(result.output.split())
+    assert "Traceback" not in result.output and "OverflowError" not in result.output
+    if json_flag:
+        json.loads(result.stdout)  # one document
+
+
+def test_a_hang_warning_past_the_bound_is_named_and_the_default_used() -> None:
+    """In a program: the watchdog's thread would otherwise sleep(1e300) and die of an ``OverflowError``."""
+    code = "import accelhal; print(accelhal.get_accelerator().name)"
+    result = run_accelhal(code=code, env={"ACCELHAL_HANG_WARNING_SECONDS": "1e300", "ACCELHAL_ACCELERATOR": "cpu"})
+    assert result.returncode == 0, result.output
+    assert result.stdout.split() == ["cpu"]
+    assert "ACCELHAL_HANG_WARNING_SECONDS='1e300' is not a positive number of seconds up to 1000000" in result.stderr
+    assert "OverflowError" not in result.stderr
+
+
+@pytest.mark.parametrize("priority", [str(PRIORITY_LIMIT + 1), str(-PRIORITY_LIMIT - 1), "10**5000"])
+def test_a_priority_past_the_bound_makes_the_plugin_broken_not_the_program(
+    install_distribution: InstallDistribution, monkeypatch: pytest.MonkeyPatch, priority: str
+) -> None:
+    """``priority`` is the expression the plugin's source writes (an int of 5,001 digits has no literal here)."""
+    source = backend_plugin("acmehuge", priority=1).replace("priority=1,", f"priority={priority},")
+    site = install_distribution("acme-huge", {"acme_huge": source}, {"acmehuge": "acme_huge"}).parent
+    monkeypatch.delenv("ACCELHAL_ACCELERATOR", raising=False)
+    assert accelhal.get_accelerator().name != "acmehuge"
+    listed = run_accelhal("list", "--json", env={"PYTHONPATH": str(site)})
+    document = json.loads(listed.stdout)  # one document, which Python's json reads
+    said = json.dumps(document)
+    assert "acmehuge" in said and f"priority must be an int between -{PRIORITY_LIMIT} and {PRIORITY_LIMIT}" in said
+    assert "Traceback" not in listed.output
+    if priority == "10**5000":
+        assert "an int of about 5000 digits" in said
+
+
+HUGE_NUMBER = "9" * 5_000
+"""More digits than Python's ``int()`` reads from a string (4,300)."""
+
+
+@pytest.mark.parametrize("variable", ["RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_PORT"])
+def test_a_launcher_number_past_the_bound_is_refused_naming_it(variable: str) -> None:
+    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "MASTER_PORT": "29500"}
+    env[variable] = HUGE_NUMBER
+    with pytest.raises(DistributedSetupError) as info:
+        read_launch_env(env)
+    assert info.value.variable == variable
+    assert "(4922 more characters)" in str(info.value) and len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize("counts", ["1(x300000000)", "1(x300000000),2", f"1(x{'9' * 18})"])
+def test_slurm_task_counts_are_read_for_this_node_without_expanding_them(counts: str) -> None:
+    """Each count is read where it stands: the first two would be lists of 300 million ints (2.4 GB, 16 s)."""
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0", "SLURM_NNODES": "1"}
+    env |= {"SLURM_STEP_TASKS_PER_NODE": counts, "SLURM_NODEID": "299999999"}
+    started = time.process_time()
+    assert read_launch_env(env).local_world_size == 1
+    assert time.process_time() - started < 1.0
+
+
+def test_slurm_node_past_its_counts_is_named() -> None:
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_LOCALID": "0"}
+    env |= {"SLURM_STEP_TASKS_PER_NODE": "1(x300000000),2", "SLURM_NODEID": "300000001"}
+    with pytest.raises(DistributedSetupError, match="does not pick one of its 300000001 nodes"):
+        read_launch_env(env)
+
+
+@pytest.mark.parametrize("counts", [f"1(x{HUGE_NUMBER})", f"{HUGE_NUMBER}", "1(x0),2"])
+def test_a_slurm_task_count_past_the_bound_is_refused_naming_it(counts: str) -> None:
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_LOCALID": "0", "SLURM_STEP_TASKS_PER_NODE": counts}
+    with pytest.raises(DistributedSetupError, match="Slurm's task count per node") as info:
+        read_launch_env(env)
+    assert info.value.variable == "SLURM_STEP_TASKS_PER_NODE" and len(str(info.value)) < 400
+
+
+@pytest.mark.parametrize(
+    ("hostlist", "words"),
+    [
+        ("n" + "[1]" * 3_000, "more than 16 bracketed ranges"),
+        (f"node[{HUGE_NUMBER}]", "is not a number or a range N-M (numbers of at most 18 digits)"),
+        (f"node[1-{HUGE_NUMBER}]", "is not a number or a range N-M"),
+    ],
+)
+def test_a_host_list_past_the_bounds_is_refused_not_a_recursion_or_value_error(hostlist: str, words: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        expand_hostlist(hostlist)
+    assert words in str(info.value) and len(str(info.value)) < 600
