@@ -25,14 +25,12 @@ import re
 from collections.abc import Iterator
 
 from accelhal.errors import ConfigurationError
-from accelhal.text import quote, shorten
+from accelhal.text import MAX_DIGITS, quote, shorten
 
 _ENTRY = re.compile(r"([^\[\],]*)(?:\[([^\[\]]*)\])?")
-MAX_DIGITS = 18
-"""The most digits of a node number (an int64 holds them; Slurm's are a few)."""
 MAX_BRACKETS = 16
 """The most bracketed ranges in one entry (Slurm's grids have up to 5 dimensions): each is a loop of the expansion."""
-_RANGE = re.compile(r"(\d{1,18})(?:-(\d{1,18}))?", re.ASCII)
+_RANGE = re.compile(rf"(\d{{1,{MAX_DIGITS}}})(?:-(\d{{1,{MAX_DIGITS}}}))?", re.ASCII)
 _EXAMPLE = "such as 'node[03-05,07]' or 'gpu01,gpu02'"
 
 

@@ -57,16 +57,12 @@ from accelhal.launchers import (
     SLURM_TASK_COUNTS,
     Launcher,
 )
-from accelhal.text import quote
+from accelhal.text import MAX_DIGITS, quote
 
 _A = TypeVar("_A")
 
 
-MAX_DIGITS = 18
-"""The most digits of a number a launcher writes (a rank, a size, a port, a Slurm count): an int64 holds them;
-a longer one is refused before ``int()`` reads it (Python's own limit is 4,300 digits)."""
-
-_SLURM_COUNT = r"^(\d{1,18})(?:\(x(\d{1,18})\))?$"
+_SLURM_COUNT = rf"^(\d{{1,{MAX_DIGITS}}})(?:\(x(\d{{1,{MAX_DIGITS}}})\))?$"
 """One item of Slurm's task counts (``4(x2)``); compiled by :mod:`re` on first use, under Slurm only."""
 
 

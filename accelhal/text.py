@@ -25,6 +25,10 @@ def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) - limit} more characters)"
 
 
+MAX_DIGITS = 18
+"""The most digits accelhal reads as a number from text (a variable, a string argument, a host list): an int64
+holds them, and a longer one is refused before ``int()`` reads it (Python itself refuses 4,301 digits)."""
+
 PRINTABLE_INT_BITS = 1_000
 """An int of more bits (about 300 digits) is quoted by its size: Python refuses to print one of 4,301 digits."""
 

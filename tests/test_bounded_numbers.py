@@ -119,3 +119,19 @@ def test_a_host_list_past_the_bounds_is_refused_not_a_recursion_or_value_error(h
     with pytest.raises(ConfigurationError) as info:
         expand_hostlist(hostlist)
     assert words in str(info.value) and len(str(info.value)) < 600
+
+
+@pytest.mark.parametrize("index", ["9" * 5_000, 10**5_000], ids=["string", "int"])
+def test_a_device_index_past_the_bound_is_an_error_naming_it(index: object) -> None:
+    accelhal.set_accelerator("cpu")
+    accelerator = accelhal.get_accelerator()
+    with pytest.raises((TypeError, ValueError), match="device") as info:
+        accelerator.memory_allocated(index)  # type: ignore[arg-type]
+    assert len(str(info.value)) < 400
+
+
+def test_a_seed_past_the_bound_is_an_error_naming_it() -> None:
+    accelhal.set_accelerator("cpu")
+    with pytest.raises(TypeError, match="manual_seed takes an int seed") as info:
+        accelhal.get_accelerator().manual_seed("9" * 5_000)  # type: ignore[arg-type]
+    assert len(str(info.value)) < 400

@@ -252,7 +252,7 @@ def _warn_of_a_shared_store_across_restarts() -> None:
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return
     restarts = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0").strip()
-    if restarts.isdecimal() and int(restarts) > 0:
+    if restarts.isdecimal() and restarts.strip("0"):  # any count above 0, however many digits
         logger.warning(
             "accelhal: torchrun may restart this job (--max-restarts=%s) and shares its rendezvous store with the "
             "workers; torch keeps that store for every restart, so a restarted group can read the previous "
