@@ -279,7 +279,7 @@ def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
     if not _is_number(raw) or int(raw) < minimum:
         kind = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
         raise DistributedSetupError(
-            f"{name} must be {kind} of at most {MAX_DIGITS} digits as set by a launcher, got {quote(raw)}",
+            f"{name} must be {kind} as set by a launcher (at most {MAX_DIGITS} digits), got {quote(raw)}",
             variable=name,
             value=raw,
         )

@@ -230,22 +230,40 @@ def is_fallback(record: PluginRecord) -> bool:
     return record.builtin and record.name == FALLBACK_BACKEND
 
 
+def _names_of(name: str, distribution: str) -> set[str]:
+    """What a plugin list may call one plugin: its entry-point name, or its distribution's name."""
+    return {name.lower(), _normalise(distribution)}
+
+
+def _listing(names: Iterable[str]) -> set[str]:
+    """The names of a plugin list, as :func:`_names_of` compares them."""
+    listed = tuple(names)
+    return {_normalise(n) for n in listed} | set(listed)
+
+
+def names_matching_no_plugin(listed: Iterable[str], plugins: Iterable[tuple[str, str]]) -> list[str]:
+    """Return the names of a plugin list that none of ``plugins`` answers to: typos, which hold back nothing.
+
+    ``listed`` is ``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` as parsed; ``plugins`` are
+    ``(entry-point name, distribution)`` pairs, as :func:`_gate` compares them.
+    """
+    known = set().union(*(_names_of(name, distribution) for name, distribution in plugins))
+    return [name for name in listed if not _listing([name]) & known]
+
+
 def _gate(record: PluginRecord, settings: Settings) -> str | None:
     """Why ``record`` must not be loaded under ``settings``, or ``None``."""
     if is_fallback(record):
         return None
-    names = {record.name.lower(), _normalise(record.distribution)}
-    blocked = {_normalise(n) for n in settings.block_plugins} | set(settings.block_plugins)
-    if names & blocked:
+    names = _names_of(record.name, record.distribution)
+    if names & _listing(settings.block_plugins):
         return "blocked"
     if record.builtin:
         return None
     if settings.disable_plugin_autoload:
         return "autoload-disabled"
-    if settings.plugins is not None:
-        allowed = {_normalise(n) for n in settings.plugins} | set(settings.plugins)
-        if not names & allowed:
-            return "not-allowed"
+    if settings.plugins is not None and not names & _listing(settings.plugins):
+        return "not-allowed"
     return None
 
 

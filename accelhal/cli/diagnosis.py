@@ -7,8 +7,9 @@
 ``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
 ``plugin-crashed``, ``plugin-hung``, ``discovery-crashed``, ``forced-unavailable``,
 ``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
-``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``runtime-error`` (a device's
-runtime raised in a call a check made: the device, the call and the exception),
+``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``plugin-list-unmatched`` (a warning: a name in
+``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` that no installed plugin answers to), ``runtime-error`` (a
+device's runtime raised in a call a check made: the device, the call and the exception),
 ``check-failed`` (a check raised for another reason); and one notice (severity ``notice``,
 which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
 reports, for the generic backend) that loads but sees no device, with the vendor's own
@@ -39,7 +40,7 @@ import inspect
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from accelhal import torch_import
@@ -51,7 +52,7 @@ from accelhal.errors import ConfigurationError
 from accelhal.report import DetectionReport
 from accelhal.settings import Settings, parse_backend_name, parse_seconds
 from accelhal.spec import Status
-from accelhal.text import sentence
+from accelhal.text import quote, sentence
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none", "nodevfiles"})
 """Visible-devices values that hide every device."""
@@ -113,6 +114,30 @@ def _check_settings(ctx: Context) -> None:
             parse_seconds(variable, ctx.environ.get(variable), 1.0)
         except ConfigurationError as exc:
             _bad_variable(ctx, exc)
+    for read in _readers_beyond_selection():
+        try:
+            read(ctx.environ)
+        except ConfigurationError as exc:
+            _bad_variable(ctx, exc)
+
+
+def _readers_beyond_selection() -> tuple[Callable[[Mapping[str, str]], object], ...]:
+    """Return the readers of the variables that selection does not read.
+
+    They are a distributed set-up's, the op builders', the vLLM bridge's and the DeepSpeed hook's; each raises
+    ``ConfigurationError`` naming its variable.
+    """
+    from accelhal.compat.deepspeed._hook import DISABLE_OPS, ENABLE, parse_disable_ops
+    from accelhal.compat.vllm._decision import mode
+    from accelhal.settings import OpsSettings, dist_timeout, parse_bool
+
+    return (
+        dist_timeout,
+        OpsSettings.from_environ,
+        mode,
+        lambda environ: parse_bool(ENABLE, environ.get(ENABLE)),
+        lambda environ: parse_disable_ops(environ.get(DISABLE_OPS)),
+    )
 
 
 def _check_override_conflict(ctx: Context) -> None:
@@ -372,6 +397,7 @@ def _check_plugins(ctx: Context) -> None:
     report = ctx.report
     if report is None:
         return
+    _check_plugin_lists(ctx, report)
     for failure in report.failures:
         ctx.problems.append(
             Problem(
@@ -542,6 +568,28 @@ def _check_torch_accelerator(ctx: Context) -> None:
             fix=f"{why}; install or repair that backend, or force one with ACCELHAL_ACCELERATOR",
         )
     )
+
+
+def _check_plugin_lists(ctx: Context, report: DetectionReport) -> None:
+    """A name in a plugin list that no installed plugin answers to: a typo, which holds back nothing."""
+    from accelhal.plugins import names_matching_no_plugin
+
+    if ctx.settings is None:
+        return  # a bad list is already reported
+    plugins = [(plugin.name, plugin.distribution) for plugin in report.plugins]
+    for variable, listed in (("ACCELHAL_PLUGINS", ctx.settings.plugins), (_BLOCK, ctx.settings.block_plugins)):
+        for name in names_matching_no_plugin(listed or (), plugins):
+            ctx.problems.append(
+                Problem(
+                    code="plugin-list-unmatched",
+                    severity=Severity.WARNING,
+                    title=f"{variable} names {quote(name)}, which no installed plugin answers to",
+                    detail=f"{variable}={quote(ctx.environ.get(variable, ''))}: a name holds back or lets through "
+                    "the plugin whose entry-point or distribution name it is; this one matches none "
+                    f"(installed: {', '.join(sorted({plugin.name for plugin in report.plugins}))})",
+                    fix=f"correct the name in {variable} (`accelhal list` names every installed plugin), or remove it",
+                )
+            )
 
 
 CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
