@@ -162,6 +162,8 @@ def _run(args: argparse.Namespace) -> int:
     except AccelhalError as exc:
         return _failed(args, str(exc), USAGE_ERROR)
     except KeyboardInterrupt:
+        if deadline.in_worker():
+            raise  # a plugin's: the worker names the step that raised it
         return deadline.INTERRUPTED
     except BrokenPipeError:  # the reader went away (`accelhal list | head -1`): not an error
         render.close_output(1)

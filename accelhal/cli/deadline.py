@@ -73,6 +73,23 @@ INTERRUPTED = 130
 STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+class _Worker:
+    """Whether this process is a command's worker; owned here, set once by :func:`_worker`."""
+
+    in_worker = False
+
+
+_state = _Worker()
+
+
+def in_worker() -> bool:
+    """Whether this process is a command's worker, where a ``KeyboardInterrupt`` is a plugin's, never the user's.
+
+    Ctrl-C reaches the watcher's process group, not the worker's (:func:`supervise` stops the worker itself).
+    """
+    return _state.in_worker
+
+
 class DeviceCallHungError(Exception):
     """A call that hung in an earlier worker of this command, refused instead of being made again."""
 
@@ -108,6 +125,23 @@ class Hang:
         return f"no answer within {self.seconds:g} s (--timeout), stuck in {self.place}; to skip it: {self.skip}"
 
 
+@dataclass(frozen=True)
+class Death:
+    """A worker that a step ended: the step named, and how it ended the process."""
+
+    what: str
+    """The backend or plugin and the call (:meth:`accelhal.watchdog.Step.describe`)."""
+    how: str
+    """``"raised KeyboardInterrupt, which ends a program"``, ``"ended the process (exit status 3)"`` or
+    ``"ended the process (signal SIGSEGV)"``."""
+    skip: str
+
+    def message(self, command: str) -> str:
+        """The command's one error line."""
+        skip = f"; to skip it: {self.skip}" if self.skip else ""
+        return f"'accelhal {command}' stopped: {self.what} {self.how}{skip}"
+
+
 @dataclass
 class _Running:
     """What the watcher knows of its worker."""
@@ -118,6 +152,8 @@ class _Running:
     step: dict[str, Any] | None = None
     since: float = 0.0
     buffer: bytes = b""
+    fault: dict[str, Any] | None = None
+    """The step in which the worker met an exception that ends a program, as the worker wrote it."""
 
 
 class _StoppedError(Exception):
@@ -148,6 +184,8 @@ def supervise(run: Callable[[], int], command: str, timeout: float, json_output:
             outcome = _follow(running, timeout)
             if isinstance(outcome, int):
                 return outcome
+            if isinstance(outcome, Death):
+                return _fail(command, json_output, outcome.message(command))
             hung[outcome.key] = outcome
             _say(
                 f"accelhal: {outcome.what} gave no answer within {outcome.seconds:g} s (--timeout); it is stuck in:",
@@ -241,6 +279,8 @@ def _worker(
         signal.signal(signal.SIGTTOU, signal.SIG_IGN)  # a group of its own may write to the terminal
         faulthandler.register(signal.SIGUSR1, file=stacks, all_threads=True)
 
+        last: dict[str, Any] = {}
+
         def listen(step: watchdog.Step | None, starting: bool) -> None:
             if step is None:
                 os.write(steps, b"{}\n")
@@ -253,13 +293,22 @@ def _worker(
                 "bounded": step.bounded,
                 "limit": step.floor,
             }
+            last.update(record)
             os.write(steps, (json.dumps(record) + "\n").encode())
             hang = hung.get(step.key) if starting else None
             if hang is not None:
                 raise DeviceCallHungError(hang.message())
 
         watchdog.listener = listen
-        status = run()
+        _state.in_worker = True
+        try:
+            status = run()
+        except KeyboardInterrupt:  # never the user's (in_worker()): named with the step last started
+            if not last:
+                raise
+            os.write(
+                steps, (json.dumps({"fault": "raised KeyboardInterrupt, which ends a program", **last}) + "\n").encode()
+            )
         sys.stdout.flush()
         sys.stderr.flush()
     except BrokenPipeError:
@@ -273,8 +322,11 @@ def _worker(
 
 
 # ---------------------------------------------------------------------------- the watcher
-def _follow(running: _Running, timeout: float) -> int | Hang:
-    """Read the worker's steps until it ends (its exit status) or a step outlives ``timeout`` (the :class:`Hang`)."""
+def _follow(running: _Running, timeout: float) -> int | Hang | Death:
+    """Read the worker's steps until it ends or a step outlives ``timeout``.
+
+    Returns the worker's exit status, the :class:`Death` a step caused, or the :class:`Hang`.
+    """
     while True:
         step = running.step
         limit = max(timeout, step["limit"]) if step is not None else timeout
@@ -290,12 +342,26 @@ def _follow(running: _Running, timeout: float) -> int | Hang:
         if not data:  # the worker ended
             code = os.waitstatus_to_exitcode(os.waitpid(running.pid, 0)[1])
             _close(running)
-            return code if code >= 0 else 128 - code  # a signal, as a shell reports it
+            return _death(running, code) or (code if code >= 0 else 128 - code)  # a signal, as a shell reports it
         running.buffer += data
         *lines, running.buffer = running.buffer.split(b"\n")
         for line in lines:
             record = json.loads(line)
+            if "fault" in record:
+                running.fault = record
+                continue
             running.step, running.since = (record or None), time.monotonic()
+
+
+def _death(running: _Running, code: int) -> Death | None:
+    """The step that ended the worker: one that raised what ends a program, or one still running at its end."""
+    if running.fault is not None:
+        return Death(str(running.fault["what"]), str(running.fault["fault"]), str(running.fault["skip"]))
+    step = running.step
+    if step is None or not step["bounded"]:  # a child's step (doctor's discovery) is the child's to report
+        return None
+    how = f"exit status {code}" if code >= 0 else f"signal {signal.Signals(-code).name}"
+    return Death(str(step["what"]), f"ended the process ({how})", str(step["skip"]))
 
 
 def _stuck(running: _Running, timeout: float, wait: float = STACK_WAIT) -> Hang:
