@@ -9,9 +9,11 @@ saved. Callers check what the data says against the world before using it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +43,44 @@ def read_json(path: Path) -> Any:
 
 
 def write_json(path: Path, data: Any) -> bool:
-    """Write ``data`` to ``path`` through a temporary file and a rename; False when it could not."""
+    """Write ``data`` to ``path`` as :func:`write_atomically` does; False when it could not."""
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(partial, path)
+        write_atomically(path, json.dumps(data))
     except (OSError, TypeError, ValueError):
         return False
     return True
+
+
+def write_atomically(path: Path, text: str, *, shared: bool = False) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it and a rename: readers never see half of it.
+
+    The temporary file is created new, under a name no one can guess (``tempfile.mkstemp``), so nothing planted in
+    the directory, such as a link to a file elsewhere, is written through. It is readable by its owner only or,
+    ``shared``, as the process's umask allows (the op cache and ``site-packages``, which others read).
+
+    Raises:
+        OSError: where the directory cannot take the file; no temporary file is left behind.
+    """
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            if shared:
+                os.fchmod(out.fileno(), 0o666 & ~_umask())
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    """The process's umask, read where Linux tells it (``/proc/self/status``) rather than set and set back."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from accelhal import _cachefiles
+
 MANIFEST = "build.json"
 """Written last, atomically, by a successful build."""
 BUILD_LOG = "build.log"
@@ -74,11 +76,8 @@ def read_manifest(directory: str | Path) -> dict[str, Any] | None:
 
 
 def write_atomically(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (readers never see half)."""
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, target)
+    """Write ``text`` to ``path`` in the shared cache (:func:`accelhal._cachefiles.write_atomically`)."""
+    _cachefiles.write_atomically(Path(path), text, shared=True)
 
 
 def write_manifest(directory: str | Path, module: ModuleType, inputs: Mapping[str, Any]) -> None:

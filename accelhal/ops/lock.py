@@ -174,8 +174,9 @@ class BuildLock:
                 time.sleep(self.poll)
 
     def _try_create(self, me: LockOwner) -> bool:
-        private = f"{self.path}.{me.token}.tmp"
-        with open(private, "w", encoding="utf-8") as handle:
+        private = f"{self.path}.{me.token}.tmp"  # a random token: a name no one plants a link at; created new
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(private, flags, 0o666), "w", encoding="utf-8") as handle:
             json.dump(asdict(me), handle)
         try:
             os.link(private, self.path)

@@ -134,9 +134,9 @@ def site_packages() -> Path:
 def write_pth(directory: Path | None = None) -> Path:
     """Write :data:`PTH_NAME` into ``directory`` (default :func:`site_packages`); returns its path."""
     target = (site_packages() if directory is None else Path(directory)) / PTH_NAME
-    temporary = target.with_name(f".{PTH_NAME}.{os.getpid()}.tmp")
-    temporary.write_text(PTH_LINE, encoding="utf-8")
-    os.replace(temporary, target)
+    from accelhal._cachefiles import write_atomically  # not at start-up, where the .pth file imports this module
+
+    write_atomically(target, PTH_LINE, shared=True)
     return target
 
 
