@@ -7,6 +7,7 @@ the pydantic :class:`~accelhal.report.DetectionReport` when someone asks for it.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from accelhal._record import field, record
@@ -14,6 +15,26 @@ from accelhal.spec import BackendSpec, Status
 
 if TYPE_CHECKING:
     from accelhal.torch_import import TorchDiagnosis
+
+
+_DEVICE = r"(?:\d{1,6}(?:\.\d{1,6})?|(?:GPU|MIG)-[0-9A-Za-z-]{1,80}(?:/\d{1,6})*)"
+_DEVICE_LIST = rf"\s*(?:-1|all|none|void|NoDevFiles|{_DEVICE}(?:\s*,\s*{_DEVICE}){{0,1023}})?\s*"
+"""A visible-devices variable's value; compiled by :mod:`re` on first use (when a report is built), not at import."""
+HIDDEN_VALUE = "(set, but not a device list: not shown)"
+"""What a report shows for a visible-devices variable whose value is not a device list (a spec may name any
+variable, ``HOME`` or a token's among them; reports are pasted into issues)."""
+
+
+def is_device_list(value: str) -> bool:
+    """Tell whether ``value`` is what a visible-devices variable holds.
+
+    That is: indices (``0,1``, ``0.1``), ``GPU-``/``MIG-`` identifiers, ``-1``, ``all``, ``none``, ``void``,
+    ``NoDevFiles``, or nothing.
+
+    >>> is_device_list("0,1"), is_device_list("GPU-8a1b2c3d-0000-1111"), is_device_list("/home/me")
+    (True, True, False)
+    """
+    return len(value) <= 4096 and re.fullmatch(_DEVICE_LIST, value) is not None
 
 
 @record
@@ -132,5 +153,9 @@ class Decision:
         """
         from accelhal.settings import RELEVANT_VARIABLES
 
-        names = sorted({*RELEVANT_VARIABLES, *self.visible_devices_envs})
-        return {name: self.environ[name] for name in names if name in self.environ}
+        shown = {name: self.environ[name] for name in RELEVANT_VARIABLES if name in self.environ}
+        for name in self.visible_devices_envs:  # any variable a spec names: only a device list's value is shown
+            if name in self.environ and name not in shown:
+                value = self.environ[name]
+                shown[name] = value if is_device_list(value) else HIDDEN_VALUE
+        return dict(sorted(shown.items()))

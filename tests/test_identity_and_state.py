@@ -16,6 +16,7 @@ import accelhal
 from accelhal import plugins
 from accelhal.errors import PluginError
 from accelhal.settings import Settings
+from tests.conftest import InstallDistribution
 
 MISMATCH_PLUGIN = """
     from accelhal import BackendSpec, Verdict, hookimpl
@@ -240,3 +241,34 @@ def test_the_report_shows_the_variables_read_as_they_were_at_the_selection() -> 
         "XDG_CACHE_HOME": "/tmp",
         "ZE_AFFINITY_MASK": "1",
     }
+
+
+SECRET_SPEC = """
+from accelhal import BackendSpec, Verdict, hookimpl
+from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+class Leaky(CpuAccelerator):
+    _name = "leaky"
+
+@hookimpl
+def accelhal_register_backends(register):
+    register(BackendSpec(name="leaky", device_type="cpu", priority=1, accelerator=Leaky,
+                         probe=lambda: Verdict.no_device("none"),
+                         visible_devices_envs=("API_TOKEN", "HOME", "LEAKY_VISIBLE_DEVICES")))
+"""
+
+
+def test_a_report_shows_a_specs_visible_devices_variable_only_where_it_holds_a_device_list(
+    install_distribution: InstallDistribution,
+) -> None:
+    """A spec may name any variable (a token's, ``HOME``): the report shows a device list's value, no other."""
+    site = install_distribution("acme-leaky", {"acme_leaky": SECRET_SPEC}, {"leaky": "acme_leaky"}).parent
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(site), "HOME": "/home/someone"}
+    env |= {"API_TOKEN": "ghp_secret123", "LEAKY_VISIBLE_DEVICES": "0,1"}
+    code = "import json, accelhal; print(json.dumps(accelhal.detect().model_dump(mode='json')['environment']))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["LEAKY_VISIBLE_DEVICES"] == "0,1"
+    assert "ghp_secret123" not in done.stdout and "/home/someone" not in done.stdout
+    assert shown["API_TOKEN"] == shown["HOME"] == "(set, but not a device list: not shown)"
