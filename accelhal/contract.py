@@ -564,7 +564,12 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self._pin_fresh(template, tuple(tensor.shape))
 
     def is_pinned(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` is page-locked; False for storage-less (meta, fake) tensors."""
+        """Whether ``tensor`` is page-locked; False for storage-less (meta, fake) tensors.
+
+        Raises:
+            TypeError: ``tensor`` is not a ``torch.Tensor``.
+        """
+        check_tensor(tensor, "is_pinned")
         if tensor.device.type == "meta":
             return False
         try:

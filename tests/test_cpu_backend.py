@@ -286,3 +286,18 @@ def test_peaks_are_sampled_where_the_kernel_peak_cannot_be_reset(monkeypatch: py
     assert cpu.max_memory_allocated() == cpu.memory_stats()["allocated_bytes.all.peak"] == with_block
     cpu.reset_peak_memory_stats()
     assert cpu.max_memory_allocated() < with_block - 32 * 2**20
+
+
+@pytest.mark.parametrize("member", ["total_memory", "available_memory", "memory_allocated"])
+def test_every_memory_figure_checks_its_index_as_the_others_do(cpu: Accelerator, member: str) -> None:
+    figure = getattr(cpu, member)
+    assert figure(0) == figure() or member != "total_memory"
+    with pytest.raises(ValueError, match=f"{member}: device index 5 is out of range"):
+        figure(5)
+    with pytest.raises(TypeError, match=f"{member}: device_index must be"):
+        figure("x")
+
+
+def test_is_pinned_of_what_is_not_a_tensor_is_a_type_error_naming_it(cpu: Accelerator) -> None:
+    with pytest.raises(TypeError, match="is_pinned takes a torch.Tensor, got str: 'x'"):
+        cpu.is_pinned("x")  # type: ignore[arg-type]

@@ -295,15 +295,19 @@ class CpuAccelerator(Accelerator):
         }
 
     def total_memory(self, device_index: int | None = None) -> int:
-        """Physical memory of the host in bytes."""
+        """Physical memory of the host in bytes (an index is still validated)."""
         import psutil
 
+        if device_index is not None:
+            self._check(device_index, "total_memory")
         return int(psutil.virtual_memory().total)
 
     def available_memory(self, device_index: int | None = None) -> int:
-        """Memory available to new allocations on the host, in bytes."""
+        """Memory available to new allocations on the host, in bytes (an index is still validated)."""
         import psutil
 
+        if device_index is not None:
+            self._check(device_index, "available_memory")
         return int(psutil.virtual_memory().available)
 
     # -------------------------------------------------------------- dtypes
