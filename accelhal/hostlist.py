@@ -29,7 +29,7 @@ from accelhal.text import MAX_DIGITS, quote, shorten
 
 _ENTRY = re.compile(r"([^\[\],]*)(?:\[([^\[\]]*)\])?")
 MAX_BRACKETS = 16
-"""The most bracketed ranges in one entry (Slurm's grids have up to 5 dimensions): each is a loop of the expansion."""
+"""The most bracketed ranges in one entry; each is a loop of the expansion, and Slurm's grids have up to 5."""
 _RANGE = re.compile(rf"(\d{{1,{MAX_DIGITS}}})(?:-(\d{{1,{MAX_DIGITS}}}))?", re.ASCII)
 _EXAMPLE = "such as 'node[03-05,07]' or 'gpu01,gpu02'"
 

@@ -436,8 +436,10 @@ def __getattr__(name: str) -> tuple[Any, ...]:
 
 
 MAX_SECONDS = 1_000_000.0
-"""The longest wait accelhal takes, in seconds (about 11.6 days): a longer one overflows the clocks, ``timedelta``
-and C ints below the calls that wait (an ``OverflowError`` from a thread, a timer or torch)."""
+"""The longest wait accelhal takes, in seconds, about 11.6 days.
+
+A longer one would overflow the clocks, ``timedelta`` and C ints beneath the calls that wait, an ``OverflowError``
+from a thread, a timer or torch."""
 
 SECONDS_SYNTAX = f"a positive number of seconds up to {MAX_SECONDS:.0f}"
 """What a number of seconds must be, in the words of every message that refuses one."""

@@ -152,7 +152,7 @@ class BackendSpec:
     Attributes:
         name: the backend's name (``ACCELHAL_ACCELERATOR=<name>``); see :data:`NAME_SYNTAX`.
         device_type: the ``torch.device`` type string of its tensors (``"cuda"``, ``"npu"``).
-        priority: higher is probed first, at most :data:`PRIORITY_LIMIT` either way (the built-ins' priorities:
+        priority: higher is probed first, at most ``PRIORITY_LIMIT`` either way (the built-ins' priorities:
             ``docs/reference/priorities.md``).
         accelerator: the :class:`accelhal.Accelerator` subclass, or a lazy
             ``"module:Class"`` reference imported only when this backend is chosen.

@@ -26,11 +26,14 @@ def shorten(text: str, limit: int = SHORTEN_LIMIT) -> str:
 
 
 MAX_DIGITS = 18
-"""The most digits accelhal reads as a number from text (a variable, a string argument, a host list): an int64
-holds them, and a longer one is refused before ``int()`` reads it (Python itself refuses 4,301 digits)."""
+"""The most digits accelhal reads as a number from text, such as a variable, a string argument or a host list.
+
+An int64 holds them; a longer number is refused before ``int()`` reads it, and Python itself refuses 4,301 digits."""
 
 PRINTABLE_INT_BITS = 1_000
-"""An int of more bits (about 300 digits) is quoted by its size: Python refuses to print one of 4,301 digits."""
+"""The most bits of an int that a message prints, about 300 digits; a larger one is quoted by its size.
+
+Python refuses to print an int of 4,301 digits or more."""
 
 
 def quote(value: object, limit: int = SHORTEN_LIMIT) -> str:
