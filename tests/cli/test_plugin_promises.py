@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -40,8 +41,12 @@ Acme = Callable[..., Result]
 
 
 @pytest.fixture
-def acme(install_distribution: InstallDistribution) -> Callable[[str], Acme]:
-    """``acme(verdict)`` installs acme whose probe gives that verdict; it returns a runner of ``accelhal``."""
+def acme(install_distribution: InstallDistribution, tmp_path: Path) -> Callable[[str], Acme]:
+    """``acme(verdict)`` installs acme whose probe gives that verdict; it returns a runner of ``accelhal``.
+
+    The runs share a cache of their own: what one records of acme (its deferral) no test beside it overwrites.
+    """
+    cache = tmp_path / "cache"
 
     def install(verdict: str) -> Acme:
         extra = SPEC + (", requires=('acme_runtime',)" if verdict == "not-installed" else "")
@@ -53,7 +58,8 @@ def acme(install_distribution: InstallDistribution) -> Callable[[str], Acme]:
         site = install_distribution("acme-accel", {"acme_plugin": source}, {"acme": "acme_plugin"}, version="0.1")
 
         def run(*args: str, code: str | None = None, **env: str) -> Result:
-            return run_accelhal(*args, code=code, code_after_torch=True, env={"PYTHONPATH": str(site.parent), **env})
+            paths = {"PYTHONPATH": str(site.parent), "XDG_CACHE_HOME": str(cache)}
+            return run_accelhal(*args, code=code, code_after_torch=True, env={**paths, **env})
 
         return run
 
