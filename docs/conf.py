@@ -54,5 +54,8 @@ nitpick_ignore_regex = [
     ("py:class", "TorchDiagnosis"),
 ]
 
-html_theme = "alabaster"
+html_theme = "furo"
 html_title = f"accelhal {release}"
+# Code blocks wrap long lines (comments, commands) instead of scrolling sideways.
+html_static_path = ["_static"]
+html_css_files = ["accelhal.css"]
