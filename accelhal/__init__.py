@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from accelhal import distributed
     from accelhal._version import __version__
-    from accelhal.compiling import CompileChoice
-    from accelhal.contract import Accelerator
-    from accelhal.device_module import DeviceModuleAccelerator
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.contract.compile_backend import CompileChoice
+    from accelhal.contract.device_module import DeviceModuleAccelerator
+    from accelhal.contract.spec import CONTRACT_VERSION, BackendSpec, Capability, Status, Verdict
+    from accelhal.discovery.hooks import hookimpl
     from accelhal.errors import (
         AccelhalError,
         BackendUnavailableError,
@@ -38,10 +40,8 @@ if TYPE_CHECKING:
         UnsupportedFeatureError,
         UnsupportedReleaseError,
     )
-    from accelhal.hookspecs import hookimpl
     from accelhal.report import AcceleratorInfo, DetectionReport
     from accelhal.selection import detect, get_accelerator, reset_accelerator, set_accelerator
-    from accelhal.spec import CONTRACT_VERSION, BackendSpec, Capability, Status, Verdict
 
 _EXPORTS: dict[str, str] = {
     "__version__": "accelhal._version",
@@ -49,15 +49,15 @@ _EXPORTS: dict[str, str] = {
     "set_accelerator": "accelhal.selection",
     "reset_accelerator": "accelhal.selection",
     "detect": "accelhal.selection",
-    "Accelerator": "accelhal.contract",
-    "DeviceModuleAccelerator": "accelhal.device_module",
-    "BackendSpec": "accelhal.spec",
-    "Verdict": "accelhal.spec",
-    "Status": "accelhal.spec",
-    "Capability": "accelhal.spec",
-    "CONTRACT_VERSION": "accelhal.spec",
-    "CompileChoice": "accelhal.compiling",
-    "hookimpl": "accelhal.hookspecs",
+    "Accelerator": "accelhal.contract.accelerator",
+    "DeviceModuleAccelerator": "accelhal.contract.device_module",
+    "BackendSpec": "accelhal.contract.spec",
+    "Verdict": "accelhal.contract.spec",
+    "Status": "accelhal.contract.spec",
+    "Capability": "accelhal.contract.spec",
+    "CONTRACT_VERSION": "accelhal.contract.spec",
+    "CompileChoice": "accelhal.contract.compile_backend",
+    "hookimpl": "accelhal.discovery.hooks",
     "DetectionReport": "accelhal.report",
     "AcceleratorInfo": "accelhal.report",
     "AccelhalError": "accelhal.errors",

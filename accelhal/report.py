@@ -1,6 +1,6 @@
 """JSON-serialisable reports: :class:`DetectionReport` and :class:`AcceleratorInfo` (pydantic).
 
-Built on demand from the plain records of :mod:`accelhal.records`, so that selection
+Built on demand from the plain records of :mod:`accelhal.discovery.records`, so that selection
 itself never imports pydantic. ``accelhal schema`` prints their JSON Schema.
 
 Example::
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from accelhal._version import __version__
-from accelhal.spec import CONTRACT_VERSION, Status
+from accelhal.contract.spec import CONTRACT_VERSION, Status
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
-    from accelhal.records import Decision
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.discovery.records import Decision
 
 
 class _Model(BaseModel):
@@ -173,7 +173,7 @@ def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
     """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime."""
     import torch
 
-    from accelhal.spec import Capability
+    from accelhal.contract.spec import Capability
 
     available = bool(acc.is_available())
     count = acc.device_count() if available else 0

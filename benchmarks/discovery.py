@@ -4,7 +4,7 @@ The extra distributions are real ``*.dist-info`` directories (``METADATA``, and 
 third of them an ``entry_points.txt`` with other groups: console scripts, pytest
 plugins) in a temporary directory put on ``sys.path`` ahead of site-packages, as
 ``PYTHONPATH`` would. The last row gives every process an empty entry-point cache
-(:mod:`accelhal.entry_points`): the first process after an installation. Each figure
+(:mod:`accelhal.discovery.entry_points`): the first process after an installation. Each figure
 is measured inside a fresh process: the milliseconds of CPU time (wall time beside it)
 from after ``import torch`` to the return of the first ``get_accelerator()``.
 

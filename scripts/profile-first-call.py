@@ -34,10 +34,11 @@ wall, process, thread = time.perf_counter(), time.process_time(), time.thread_ti
 T = [wall]
 import accelhal.selection
 T.append(time.perf_counter())
-from accelhal import plugins, settings
+from accelhal.discovery import plugins
+from accelhal.process import settings
 plugins.registry(settings.Settings.from_environ())
 T.append(time.perf_counter())
-import accelhal.validation
+import accelhal.contract.class_checks
 T.append(time.perf_counter())
 accelhal.get_accelerator()
 T.append(time.perf_counter())

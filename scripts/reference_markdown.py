@@ -10,6 +10,8 @@
   subcommand as it prints in an 80-column terminal, from the argparse parser.
 - ``docs/reference/api.md``, between its markers: every exception class of ``accelhal.errors``
   with its bases, so that a reader sees what an ``except`` clause catches.
+- ``README.md``'s "Layout", between its markers: the folders and files of ``accelhal/`` in the
+  order of ``docs/contributing.md``'s layers, each with the first line of its docstring.
 
 Run it after changing a docstring, a backend's declaration or the command's arguments::
 
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO / "docs" / "reference"
@@ -230,7 +232,7 @@ def signature(cls: type, name: str) -> str:
 
 def builtin_specs() -> list[BackendSpec]:
     """The built-in named backends' specs (``accelhal_backends.catalog``), highest priority first."""
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
     from accelhal_backends import catalog
 
     return sorted((v for v in vars(catalog).values() if isinstance(v, BackendSpec)), key=lambda s: -s.priority)
@@ -256,8 +258,8 @@ answer depends on the device it serves (the contract's text says what)."""
 
 def _backend_answers(name: str, contract_doc: str, classes: list[tuple[str, type]]) -> list[str]:
     """What each backend answers for member ``name``, grouped: its class's own docstring or constant."""
-    from accelhal.contract import Accelerator
-    from accelhal.fast_paths import CONSTANT_MEMBERS
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.contract.constant_members import CONSTANT_MEMBERS
 
     groups: dict[tuple[str, str], list[str]] = {}
     attribute = CONSTANT_MEMBERS.get(name, ("", None))[0]
@@ -322,10 +324,10 @@ def _function_entry(function: Callable[..., Any]) -> list[str]:
 
 def contract_page() -> str:
     """The whole of ``docs/reference/contract.md``."""
-    from accelhal import hookspecs
-    from accelhal.contract import Accelerator
-    from accelhal.spec import BackendSpec, Capability
-    from accelhal.verdict import Status, Verdict
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.contract.spec import BackendSpec, Capability
+    from accelhal.contract.verdict import Status, Verdict
+    from accelhal.discovery import hooks
 
     classes = backends()
     rows = [f"| `{name}` | `{cls.__module__}.{cls.__qualname__}` |" for name, cls in classes]
@@ -349,8 +351,8 @@ def contract_page() -> str:
         *_class_page(Status, "`Status`"),
         "## Hooks",
         "",
-        *_function_entry(hookspecs.accelhal_register_backends),
-        *_function_entry(hookspecs.accelhal_register_op_builders),
+        *_function_entry(hooks.accelhal_register_backends),
+        *_function_entry(hooks.accelhal_register_op_builders),
     ]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).rstrip() + "\n"
 
@@ -426,6 +428,59 @@ def errors_block() -> str:
     return "\n".join(rows)
 
 
+LAYERS_PAGE = REPO / "docs" / "contributing.md"
+"""The page whose first code block lists the layers of ``accelhal/``, lowest first."""
+
+
+def _first_line(path: Path) -> str:
+    """The first line of the module docstring of ``path`` (a package's: its ``__init__.py``)."""
+    source = path / "__init__.py" if path.is_dir() else path
+    doc = ast.get_docstring(ast.parse(source.read_text())) or ""
+    return doc.splitlines()[0] if doc else ""
+
+
+def _layer_order() -> list[str]:
+    """The top-level names of ``accelhal/`` (``process``, ``errors``, ...) in the order the layers list them."""
+    block = LAYERS_PAGE.read_text().split("```\n")[1]
+    order: list[str] = []
+    for line in block.splitlines():
+        for name in re.split(r", | -> ", line.split("  ")[0].strip()):
+            top = name.split(".")[0]
+            if top and top not in order:
+                order.append(top)
+    return order
+
+
+def layout_block() -> str:
+    """The README's "Layout": ``accelhal/``'s folders and files in layer order, then the rest of the tree."""
+    core = REPO / "accelhal"
+    entries = {p.stem if p.is_file() else p.name: p for p in core.iterdir() if _is_source(p)}
+    order = [name for name in _layer_order() if name in entries]
+    missing = sorted(set(entries) - set(order) - {"__init__", "__main__"})
+    if missing:
+        raise SystemExit(f"{LAYERS_PAGE}: its layers do not place {', '.join(missing)}")
+    lines = ["accelhal/", f"  {'__init__.py':<22}{_first_line(core / '__init__.py')}"]
+    for name in order:
+        path = entries[name]
+        shown = f"{name}/" if path.is_dir() else path.name
+        lines.append(f"  {shown:<22}{_first_line(path)}")
+        if path.is_dir() and name in ("compat", "cli"):
+            for sub in sorted(p for p in path.iterdir() if p.is_dir() and _is_source(p)):
+                lines.append(f"    {sub.name + '/':<20}{_first_line(sub)}")
+    lines += [
+        "backends/accelhal_backends/   catalog.py (every built-in spec and plugin), a package per backend's class",
+        "tests/ benchmarks/ docs/ noxfile.py",
+    ]
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def _is_source(path: Path) -> bool:
+    """Whether ``path`` is a module or a package of the source tree (not a cache or data folder)."""
+    if path.is_dir():
+        return (path / "__init__.py").is_file()
+    return path.suffix == ".py"
+
+
 def with_block(path: Path, block: str) -> str:
     """The text of ``path`` with what lies between its markers replaced by ``block``."""
     text = path.read_text()
@@ -443,6 +498,7 @@ def pages() -> dict[Path, str]:
         REFERENCE / "priorities.md": with_block(REFERENCE / "priorities.md", priorities_block()),
         REFERENCE / "cli.md": with_block(REFERENCE / "cli.md", cli_block()),
         REFERENCE / "api.md": with_block(REFERENCE / "api.md", errors_block()),
+        REPO / "README.md": with_block(REPO / "README.md", layout_block()),
     }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from accelhal.launchers import LAUNCHER_VARIABLES
+from accelhal.launch.known_launchers import LAUNCHER_VARIABLES
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "distributed_cluster_worker.py"

@@ -17,10 +17,10 @@ import pytest
 import torch
 
 import accelhal
+from accelhal.contract.class_checks import contract_problems
+from accelhal.contract.spec import Status
 from accelhal.errors import BackendUnavailableError
 from accelhal.selection import registry
-from accelhal.spec import Status
-from accelhal.validation import contract_problems
 from tests.torch_features import CPU_ONLY_BUILD
 
 BACKENDS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "backends.md"

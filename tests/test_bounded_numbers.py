@@ -8,11 +8,11 @@ import tracemalloc
 import pytest
 
 import accelhal
+from accelhal.contract.spec import PRIORITY_LIMIT
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.hostlist import expand_hostlist
-from accelhal.launcher import read_launch_env
-from accelhal.settings import MAX_SECONDS
-from accelhal.spec import PRIORITY_LIMIT
+from accelhal.launch.environment import read_launch_env
+from accelhal.launch.hostlist import expand_hostlist
+from accelhal.process.settings import MAX_SECONDS
 from tests.cli.conftest import run_accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin

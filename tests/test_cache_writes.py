@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from accelhal._cachefiles import read_json, write_json
 from accelhal.compat.deepspeed._hook import write_pth
 from accelhal.ops.cache import write_atomically
+from accelhal.process.cache_files import read_json, write_json
 
 
 def plant_links(directory: Path, name: str, victim: Path) -> None:

@@ -21,7 +21,7 @@ BUILT_IN_BACKENDS = {"cpu", "cuda", "xpu", "npu", "hpu", "mlu", "sdaa", "mps", "
 
 ACME_MODULE = """
 from accelhal import BackendSpec, Verdict, hookimpl
-from accelhal.hookspecs import BackendsPlugin
+from accelhal.discovery.hooks import BackendsPlugin
 from accelhal.ops.builder import OpBuilder
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 
@@ -120,7 +120,7 @@ def test_a_third_party_distribution_declares_its_backends_as_backends_plugins(
     site = install_distribution("acme-multi", {"acme_multi": ACME_MODULE}, plugins).parent
     code = (
         "import accelhal, json\n"
-        "from accelhal.plugins import registry\n"
+        "from accelhal.discovery.plugins import registry\n"
         "acc = accelhal.get_accelerator()\n"
         "acme = {n: r.plugin for n, r in registry().backends.items() if n.startswith('acme')}\n"
         "print(json.dumps([acc.name, sorted(acme), sorted((p.name, p.value) for p in acme.values()),\n"
@@ -142,7 +142,7 @@ def test_a_plugin_object_named_twice_is_reported_as_such_beside_a_plugin_given_n
 ) -> None:
     module = (
         "from accelhal import BackendSpec, Verdict\n"
-        "from accelhal.hookspecs import BackendsPlugin\n"
+        "from accelhal.discovery.hooks import BackendsPlugin\n"
         "bad = BackendsPlugin('not a spec')\n"
         "shared = BackendsPlugin(BackendSpec(name='acmeshared', device_type='cpu', priority=90, accelerator='x:Y',\n"
         "                                    probe=lambda: Verdict.no_device('none')))\n"
@@ -151,7 +151,7 @@ def test_a_plugin_object_named_twice_is_reported_as_such_beside_a_plugin_given_n
     site = install_distribution("acme-odd", {"acme_odd": module}, plugins).parent
     code = (
         "import json\n"
-        "from accelhal.plugins import registry\n"
+        "from accelhal.discovery.plugins import registry\n"
         "print(json.dumps({f.plugin: f.detail for f in registry().failures}))\n"
     )
     result = run(["-c", code], tmp_path, site)

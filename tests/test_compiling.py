@@ -17,9 +17,9 @@ import pytest
 import torch
 
 import accelhal
-from accelhal import compiling
+from accelhal.contract import compile_backend
+from accelhal.contract.spec import BackendSpec, Verdict
 from accelhal.errors import CompileBackendError
-from accelhal.spec import BackendSpec, Verdict
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 from tests.compiled_model import TOLERANCE
 from tests.simulation import run_python, simulated_site
@@ -38,13 +38,13 @@ def test_cpu_answers_inductor_while_inductors_cpp_compiler_is_on_path(monkeypatc
 
 @pytest.mark.skipif(importlib.util.find_spec("triton") is not None, reason="triton is installed here")
 def test_a_gpu_device_type_without_triton_falls_back_and_says_so() -> None:
-    choice = compiling.choose("cuda")
+    choice = compile_backend.choose("cuda")
     assert choice.backend == "aot_eager"
     assert choice.reason.startswith("Inductor's Triton code for 'cuda' needs the triton package, which is not")
 
 
 def test_a_vendors_backend_is_the_answer() -> None:
-    assert compiling.choose("cpu", "hpu_backend") == compiling.CompileChoice(
+    assert compile_backend.choose("cpu", "hpu_backend") == compile_backend.CompileChoice(
         "hpu_backend", "the vendor's torch.compile backend for 'cpu', declared in its spec", "vendor"
     )
 
@@ -74,7 +74,9 @@ def test_set_compile_backend_takes_a_name_torch_knows_and_refuses_others() -> No
     acc = CpuAccelerator()
     acc.set_compile_backend("eager")
     assert acc.get_compile_backend() == "eager"
-    assert acc.compile_backend_choice() == compiling.CompileChoice("eager", "chosen with set_compile_backend()", "set")
+    assert acc.compile_backend_choice() == compile_backend.CompileChoice(
+        "eager", "chosen with set_compile_backend()", "set"
+    )
     with pytest.raises(CompileBackendError) as caught:
         acc.set_compile_backend("inductr")
     error = caught.value
@@ -141,14 +143,18 @@ def test_inductor_on_cpu_gives_eagers_outputs_without_recompiling(cpu_runs: dict
     assert result["compiled"]["max_abs_difference"] <= TOLERANCE["atol"]
     assert (result["compiled"]["graphs_after_first_call"], result["compiled"]["recompiles"]) == (1, 0)
     release = tuple(int(part) for part in torch.__version__.split(".")[:2])
-    here = {t for t in compiling.INDUCTOR_DEVICE_TYPES if compiling.INDUCTOR_SINCE.get(t, (0, 0)) <= release}
+    here = {
+        t for t in compile_backend.INDUCTOR_DEVICE_TYPES if compile_backend.INDUCTOR_SINCE.get(t, (0, 0)) <= release
+    }
     assert here <= set(result["inductor_device_types"])  # what Inductor registers on this torch
-    assert not set(compiling.INDUCTOR_DEVICE_TYPES) - here & set(result["inductor_device_types"])  # and not before
+    assert not set(compile_backend.INDUCTOR_DEVICE_TYPES) - here & set(
+        result["inductor_device_types"]
+    )  # and not before
 
 
 def test_a_device_type_whose_inductor_code_generator_came_later_falls_back_before_it() -> None:
-    choice = compiling.choose("mps")
-    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compiling.INDUCTOR_SINCE["mps"]:
+    choice = compile_backend.choose("mps")
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compile_backend.INDUCTOR_SINCE["mps"]:
         assert (choice.backend, choice.reason) == ("inductor", "Inductor generates Metal for 'mps'")
     else:
         assert choice.backend == "aot_eager"
@@ -163,11 +169,11 @@ NO_CODEGEN = (
 
 VENDOR_MODULE_CODEGEN = """
 import json, torch, torch_npu  # the simulated vendor: torch.npu is its PrivateUse1 device module
-from accelhal import compiling
-before = compiling.inductor_support("npu")
-for name in compiling.VENDOR_CODEGEN_ATTRIBUTES:
+from accelhal.contract import compile_backend
+before = compile_backend.inductor_support("npu")
+for name in compile_backend.VENDOR_CODEGEN_ATTRIBUTES:
     setattr(torch.npu, name, type(name, (), {}))
-after = compiling.inductor_support("npu")
+after = compile_backend.inductor_support("npu")
 print(json.dumps({"before": [before.supported, before.reason], "after": [after.supported, after.reason]}))
 """
 
@@ -175,7 +181,7 @@ print(json.dumps({"before": [before.supported, before.reason], "after": [after.s
 def test_a_vendor_device_modules_code_generator_counts_where_inductor_registers_it(tmp_path: Path) -> None:
     result = run_python(simulated_site(tmp_path, ("npu",)), VENDOR_MODULE_CODEGEN)
     assert result["before"] == [False, NO_CODEGEN.format("npu")]
-    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compiling.VENDOR_CODEGEN_SINCE:
+    if tuple(int(part) for part in torch.__version__.split(".")[:2]) >= compile_backend.VENDOR_CODEGEN_SINCE:
         provides = "its device module torch.npu provides Scheduling, PythonWrapperCodegen, CppWrapperCodegen"
         assert result["after"] == [True, f"Inductor generates code for 'npu': {provides}"]
     else:  # torch 2.5 reads other attributes, torch 2.4 none

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from accelhal.contract import Accelerator
-from accelhal.spec import CONTRACT_VERSION
-from accelhal.validation import _parameter_names, contract_problems
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.class_checks import _parameter_names, contract_problems
+from accelhal.contract.spec import CONTRACT_VERSION
 
 REFERENCE = Path(__file__).parent / "data" / "deepspeed-0.19.8-contract.md"
 ROW = re.compile(r"^\| `(?P<name>\w+)` \| (?P<kind>\w+) \| (?P<abstract>yes|no) \| `(?P<signature>.*)` \|$")

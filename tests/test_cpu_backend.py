@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import accelhal
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import ConfigurationError, UnsupportedFeatureError
 from accelhal_backends.cpu import accelerator as cpu_accelerator
 from accelhal_backends.cpu.accelerator import CpuAccelerator

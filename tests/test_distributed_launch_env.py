@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.launcher import local_rank, local_size, read_launch_env
-from accelhal.launchers import LAUNCHERS
+from accelhal.launch.environment import local_rank, local_size, read_launch_env
+from accelhal.launch.known_launchers import LAUNCHERS
 from tests.cluster_launch import srun_variables
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}
@@ -159,7 +159,7 @@ def _run_on_cpu(code: str, **variables: str) -> str:
     """``code`` in a fresh interpreter on the cpu backend, with no launcher variable but ``variables``."""
     import subprocess
 
-    from accelhal.launchers import LAUNCHER_VARIABLES
+    from accelhal.launch.known_launchers import LAUNCHER_VARIABLES
 
     dropped = ("ACCELHAL_", "DS_ACC", *LAUNCHER_VARIABLES)
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
@@ -207,7 +207,7 @@ def test_the_cpu_backend_follows_each_change_of_a_launchers_local_rank() -> None
 
 AGREEMENT = """
 import accelhal
-from accelhal.launcher import local_rank, read_launch_env
+from accelhal.launch.environment import local_rank, read_launch_env
 print(accelhal.get_accelerator().current_device(), local_rank(), read_launch_env().local_rank)
 """
 
@@ -239,7 +239,7 @@ def test_local_rank_is_the_launching_launchers_as_read_launch_env_reads_it(
 
 SIZES = """
 import accelhal
-from accelhal.launcher import read_launch_env
+from accelhal.launch.environment import read_launch_env
 print(accelhal.get_accelerator().device_count(), read_launch_env().local_world_size)
 """
 

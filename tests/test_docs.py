@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from accelhal.process.settings import VARIABLES
 from accelhal.selection import registry
-from accelhal.settings import VARIABLES
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""accelhal.entry_points.find gives importlib.metadata's answer, from its cache only when that is safe."""
+"""accelhal.discovery.entry_points.find gives importlib.metadata's answer, from its cache only when that is safe."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from accelhal.entry_points import find, name_and_version
+from accelhal.discovery.entry_points import find, name_and_version
 from tests.distributions import lay_out
 
 
@@ -179,7 +179,7 @@ def test_a_relative_or_blank_xdg_cache_home_is_ignored(
     value: str, site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As the XDG Base Directory specification says: both caches go to ``~/.cache`` instead."""
-    from accelhal.settings import OpsSettings
+    from accelhal.process.settings import OpsSettings
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", value)

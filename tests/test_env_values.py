@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import accelhal
+from accelhal.contract.spec import NAME_PATTERN
 from accelhal.errors import ConfigurationError
-from accelhal.settings import Settings, parse_bool
-from accelhal.spec import NAME_PATTERN
+from accelhal.process.settings import Settings, parse_bool
 
 
 @pytest.mark.parametrize("value", ["", " ", "\t", "\n", "   \t  "])

@@ -132,7 +132,7 @@ def test_ds_accelerator_takes_generic_as_accelhal_accelerator_does_and_both_desc
     monkeypatch.setenv("DS_ACCELERATOR", " Generic ")
     with pytest.raises(accelhal.BackendUnavailableError, match=r"^accelerator 'generic' \(requested by DS_ACC"):
         accelhal.get_accelerator()
-    from accelhal.settings import VARIABLES
+    from accelhal.process.settings import VARIABLES
 
     described = {v.name: " ".join(v.help.split()) for v in VARIABLES}
     assert "'generic' means the device torch.accelerator reports" in described["ACCELHAL_ACCELERATOR"]

@@ -8,7 +8,7 @@ from typing import Any
 import pluggy
 import pytest
 
-from accelhal import hookspecs
+from accelhal.discovery import hooks
 
 IMPL_OPTIONS: list[dict[str, Any]] = [
     {},
@@ -34,14 +34,14 @@ def _marked(marker: Any, options: dict[str, Any], attribute: str, called: bool) 
 
 @pytest.mark.parametrize(("options", "called"), list(itertools.product(IMPL_OPTIONS, (False, True))))
 def test_hookimpl_marks_as_pluggy_does(options: dict[str, Any], called: bool) -> None:
-    ours = _marked(hookspecs.hookimpl, options, "accelhal_impl", called)
+    ours = _marked(hooks.hookimpl, options, "accelhal_impl", called)
     theirs = _marked(pluggy.HookimplMarker("accelhal"), options, "accelhal_impl", called)
     assert ours == theirs
 
 
 @pytest.mark.parametrize(("options", "called"), list(itertools.product(SPEC_OPTIONS, (False, True))))
 def test_hookspec_marks_as_pluggy_does(options: dict[str, Any], called: bool) -> None:
-    ours = _marked(hookspecs.hookspec, options, "accelhal_spec", called)
+    ours = _marked(hooks.hookspec, options, "accelhal_spec", called)
     theirs = _marked(pluggy.HookspecMarker("accelhal"), options, "accelhal_spec", called)
     assert ours == theirs
 
@@ -51,18 +51,18 @@ def test_historic_firstresult_is_refused_as_pluggy_refuses_it() -> None:
         """A hook."""
 
     with pytest.raises(ValueError, match="historic firstresult") as ours:
-        hookspecs.hookspec(historic=True, firstresult=True)(spec)
+        hooks.hookspec(historic=True, firstresult=True)(spec)
     with pytest.raises(ValueError) as theirs:
         pluggy.HookspecMarker("accelhal")(historic=True, firstresult=True)(spec)
     assert str(ours.value) == str(theirs.value)
 
 
 def test_pluggy_reads_the_specifications_and_implementations() -> None:
-    manager = pluggy.PluginManager(hookspecs.PROJECT_NAME)
-    manager.add_hookspecs(hookspecs)
+    manager = pluggy.PluginManager(hooks.PROJECT_NAME)
+    manager.add_hookspecs(hooks)
 
     class Plugin:
-        @hookspecs.hookimpl
+        @hooks.hookimpl
         def accelhal_register_backends(self, register: Any) -> None:
             register("seen")
 

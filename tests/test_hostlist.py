@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from accelhal.errors import ConfigurationError
-from accelhal.hostlist import expand_hostlist, first_host
+from accelhal.launch.hostlist import expand_hostlist, first_host
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import accelhal
-from accelhal import plugins
+from accelhal.discovery import plugins
 from accelhal.errors import PluginError
-from accelhal.settings import Settings
+from accelhal.process.settings import Settings
 from tests.conftest import InstallDistribution
 
 MISMATCH_PLUGIN = """
@@ -160,7 +160,7 @@ def test_each_identity_fact_is_written_once_in_the_catalog(spec: object) -> None
     Its own package (``accelhal_backends/<name>/``, the accelerator class and probe) reads them from the spec.
     """
     import accelhal_backends.catalog as catalog
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
 
     assert isinstance(spec, BackendSpec)
     assert getattr(catalog, spec.name.upper()) is spec
@@ -185,7 +185,7 @@ def test_each_identity_fact_is_written_once_in_the_catalog(spec: object) -> None
 
 
 def test_report_environment_and_settings_list_every_variable_read() -> None:
-    """Every variable accelhal/ or the built-in backends read is listed in accelhal.settings.
+    """Every variable accelhal/ or the built-in backends read is listed in accelhal.process.settings.
 
     A read is ``environ.get("X")``, ``environ["X"]``, ``.setdefault("X"``, ``.pop("X"``,
     ``"X" in environ``, ``getenv("X")``; a name an op builder's ``key_environment`` or a
@@ -196,7 +196,7 @@ def test_report_environment_and_settings_list_every_variable_read() -> None:
     import re
 
     import accelhal_backends
-    from accelhal.settings import ALL_VARIABLES, RELEVANT_VARIABLES
+    from accelhal.process.settings import ALL_VARIABLES, RELEVANT_VARIABLES
 
     name = r"""["']([A-Z][A-Z0-9_]+)["']"""
     call = rf"""env(?:iron)?(?:\.get\(|\.setdefault\(|\.pop\(|\[)\s*{name}|getenv\(\s*{name}"""

@@ -35,7 +35,7 @@ EDGE_IMPL = """
 
 EDGE_PLUGIN = """
     from accelhal import BackendSpec, Verdict, hookimpl
-    from accelhal.device_module import DeviceModuleAccelerator
+    from accelhal.contract.device_module import DeviceModuleAccelerator
     from accelhal_backends.cpu.accelerator import CpuAccelerator
     from edge_impl import OTHER_SPEC, ReAccelerator  # re-exported: the spec 'reexp' names edge_accel:ReAccelerator
 

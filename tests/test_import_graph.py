@@ -126,17 +126,21 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_walker_sees_function_local_imports_and_skips_type_checking() -> None:
-    contract = imports_of("accelhal.contract")
+    contract = imports_of("accelhal.contract.accelerator")
     assert "accelhal.ops" in contract  # function-local: op_builder_dir/get_op_builder
-    assert "accelhal.report" not in contract or "accelhal.contract" not in imports_of("accelhal.report")
+    assert "accelhal.report" not in contract or "accelhal.contract.accelerator" not in imports_of("accelhal.report")
     assert find_cycle({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"]
 
 
 @pytest.mark.parametrize(
     ("name", "source", "reached"),
     [
-        ("accelhal.settings", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache", "accelhal.ops"}),
-        ("accelhal.settings", "import accelhal.ops.cache", {"accelhal.ops.cache", "accelhal.ops"}),
+        (
+            "accelhal.process.settings",
+            "from accelhal.ops.cache import file_digest",
+            {"accelhal.ops.cache", "accelhal.ops"},
+        ),
+        ("accelhal.process.settings", "import accelhal.ops.cache", {"accelhal.ops.cache", "accelhal.ops"}),
         ("accelhal.ops.builder", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache"}),
         ("accelhal.ops", "from accelhal.ops.cache import file_digest", {"accelhal.ops.cache"}),
         ("accelhal.errors", "def f():\n    __import__('accelhal.selection')", {"accelhal.selection"}),
@@ -161,8 +165,9 @@ def test_the_walker_sees_parent_packages_and_imports_by_call(name: str, source: 
 def test_a_cycle_through_a_package_init_is_found() -> None:
     """``accelhal/ops/__init__.py`` imports eagerly what imports the settings: settings cannot import ops."""
     graph = {name: imports_of(name) for name in MODULES}
-    graph["accelhal.settings"] = imports_of(
-        "accelhal.settings", MODULES["accelhal.settings"].read_text() + "\nfrom accelhal.ops.cache import *\n"
+    graph["accelhal.process.settings"] = imports_of(
+        "accelhal.process.settings",
+        MODULES["accelhal.process.settings"].read_text() + "\nfrom accelhal.ops.cache import *\n",
     )
     assert find_cycle(graph) is not None
 
@@ -178,6 +183,13 @@ def documented_layers() -> list[set[str]]:
     block = text.split("```\n")[1]
     names = (re.split(r", | -> ", line.split("  ")[0].strip()) for line in block.splitlines() if line.strip())
     return [{f"accelhal.{name}" for name in line} for line in names]
+
+
+def is_docstring_only(module: str) -> bool:
+    """Whether ``module`` is a package whose ``__init__`` holds only its docstring (importing it runs nothing)."""
+    path = MODULES[module]
+    body = ast.parse(path.read_text()).body
+    return path.name == "__init__.py" and len(body) == 1 and isinstance(body[0], ast.Expr)
 
 
 def layer_of(module: str, layers: list[set[str]]) -> int | None:
@@ -203,7 +215,7 @@ def test_imports_point_down_the_documented_layers() -> None:
         (a, b)
         for a, targets in graph.items()
         for b in targets
-        if b != "accelhal" and (layer_of(b, layers) or 0) > (layer_of(a, layers) or 0)
+        if b != "accelhal" and not is_docstring_only(b) and (layer_of(b, layers) or 0) > (layer_of(a, layers) or 0)
     }
     assert not up
 
@@ -212,14 +224,14 @@ def test_the_contract_imports_nothing_above_it() -> None:
     """The contract's imports, transitively, never reach a module the docs place above it."""
     graph = {name: imports_of(name) for name in MODULES}
     reached: set[str] = set()
-    pending = ["accelhal.contract"]
+    pending = ["accelhal.contract.accelerator"]
     while pending:
         for nxt in graph[pending.pop()] - reached:
             reached.add(nxt)
             pending.append(nxt)
     layers = documented_layers()
-    contract = layer_of("accelhal.contract", layers)
+    contract = layer_of("accelhal.contract.accelerator", layers)
     assert contract is not None
     above: set[str] = set().union(*layers[contract + 1 :])
-    assert {"accelhal.selection", "accelhal.cli", "accelhal.device_module", "accelhal.distributed"} <= above
+    assert {"accelhal.selection", "accelhal.cli", "accelhal.contract.device_module", "accelhal.distributed"} <= above
     assert not {m for m in reached if m in above or m.startswith(tuple(f"{a}." for a in above))}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import accelhal
-from accelhal.settings import Settings
+from accelhal.process.settings import Settings
 from accelhal.text import quote, shorten
 from tests.cli.conftest import run_accelhal
 

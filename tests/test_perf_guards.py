@@ -49,14 +49,20 @@ def test_import_and_selection_stay_off_heavy_modules() -> None:
     assert not {"pydantic", "rich", "psutil", "pluggy"} & set(after_selection)  # built-ins need no pluggy
 
 
-COLD = ("accelhal.errors", "accelhal.launchers", "accelhal.launcher", "accelhal.report", "accelhal.plugin_index")
+COLD = (
+    "accelhal.errors",
+    "accelhal.launch.known_launchers",
+    "accelhal.launch.environment",
+    "accelhal.report",
+    "accelhal.discovery.plugin_index",
+)
 """accelhal's modules that only a failure, a report or a launcher needs: never on the first call's path."""
 
 COLD_PROBE = """
 import json, sys, torch
-import accelhal, accelhal.settings
+import accelhal, accelhal.process.settings
 accelhal.get_accelerator()
-print(json.dumps([sorted(set({cold!r}) & set(sys.modules)), "VARIABLES" in vars(accelhal.settings)]))
+print(json.dumps([sorted(set({cold!r}) & set(sys.modules)), "VARIABLES" in vars(accelhal.process.settings)]))
 """
 
 

@@ -13,8 +13,8 @@ import re
 import pytest
 
 import accelhal
+from accelhal.contract.spec import Status
 from accelhal.report import DetectionReport
-from accelhal.spec import Status
 from tests.cli.conftest import run_accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import accelhal
-from accelhal.spec import Status
+from accelhal.contract.spec import Status
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
 

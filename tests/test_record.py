@@ -1,4 +1,4 @@
-"""``accelhal._record``: the dataclass-like records of the selection path behave like dataclasses."""
+"""``accelhal.plain_record``: the dataclass-like records of the selection path behave like dataclasses."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from accelhal._record import FrozenRecordError, field, record, record_fields
-from accelhal.records import Decision
-from accelhal.spec import BackendSpec, Status, Verdict
+from accelhal.contract.spec import BackendSpec, Status, Verdict
+from accelhal.discovery.records import Decision
+from accelhal.plain_record import FrozenRecordError, field, record, record_fields
 
 
 @record(frozen=True)
@@ -126,7 +126,7 @@ def test_the_selection_records_are_records() -> None:
 
 
 def test_replace_copies_public_fields_and_starts_private_state_afresh() -> None:
-    from accelhal._record import replace
+    from accelhal.plain_record import replace
 
     spec = BackendSpec(name="acme", device_type="cpu", priority=1, accelerator="m:C", probe=Verdict.available)
     spec._class_cache.append(int)  # type: ignore[arg-type]

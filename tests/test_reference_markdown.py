@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import accelhal
-from accelhal.settings import VARIABLES
+from accelhal.process.settings import VARIABLES
 from tests.cli.conftest import run_accelhal
 
 REFERENCE = Path(__file__).resolve().parent.parent / "docs" / "reference"
@@ -86,7 +86,7 @@ BUILTIN_RANGE = re.compile(r"\b(\d{3})\s*(?:to|\u2013|-|and)\s*(\d{3})\b")
 
 
 def test_priority_range_is_stated_once_and_matches_the_catalog() -> None:
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
     from accelhal_backends import catalog
 
     priorities = {v.name: v.priority for v in vars(catalog).values() if isinstance(v, BackendSpec)}
@@ -97,7 +97,7 @@ def test_priority_range_is_stated_once_and_matches_the_catalog() -> None:
     assert stated is not None
     assert stated.groups() == (str(priorities[lowest]), lowest, str(priorities[highest]), highest)
     repo = REFERENCE.parent.parent
-    others = [*repo.glob("docs/**/*.md"), repo / "README.md", repo / "accelhal" / "spec.py"]
+    others = [*repo.glob("docs/**/*.md"), repo / "README.md", repo / "accelhal" / "contract" / "spec.py"]
     elsewhere = [
         f"{page.relative_to(repo)}: {match.group(0)}"
         for page in others
@@ -109,7 +109,7 @@ def test_priority_range_is_stated_once_and_matches_the_catalog() -> None:
 
 
 def test_no_other_page_restates_a_backends_priority() -> None:
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
     from accelhal_backends import catalog, generic
 
     priorities = {v.name: v.priority for v in vars(catalog).values() if isinstance(v, BackendSpec)}
@@ -130,7 +130,7 @@ def test_no_other_page_restates_a_backends_priority() -> None:
 
 
 def test_contract_page_gives_each_backend_the_communication_backend_its_spec_declares() -> None:
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.spec import BackendSpec
     from accelhal_backends import catalog
 
     declared = {v.name: v.comm_backend for v in vars(catalog).values() if isinstance(v, BackendSpec)}

@@ -12,7 +12,7 @@ import pytest
 
 import accelhal
 from accelhal import selection
-from accelhal.spec import Status
+from accelhal.contract.spec import Status
 from tests import warm
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
@@ -246,7 +246,7 @@ def test_failed_selection_is_not_cached_and_is_reported(monkeypatch: pytest.Monk
 
 
 def test_64_threads_racing_the_first_call_build_one_accelerator(monkeypatch: pytest.MonkeyPatch) -> None:
-    from accelhal import plugins
+    from accelhal.discovery import plugins
 
     calls = {"discover": 0, "probe": 0}
     real_discover = plugins.discover

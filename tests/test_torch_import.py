@@ -33,7 +33,7 @@ VENDOR = """
 
 PLUGIN = """
     from accelhal import BackendSpec, hookimpl
-    from accelhal.probing import device_module_probe
+    from accelhal.contract.probes import device_module_probe
 
     HINT = "install the Broken runtime and source its env.sh"
 

@@ -12,9 +12,9 @@ import json
 
 import pytest
 
-from accelhal import plugins
-from accelhal.device_module import DeviceModuleAccelerator
-from accelhal.settings import Settings
+from accelhal.contract.device_module import DeviceModuleAccelerator
+from accelhal.discovery import plugins
+from accelhal.process.settings import Settings
 from accelhal.testing.simulated import SURFACES, VENDORS, load_surface, surface_names
 from tests.vendor_calls import vendor_attributes
 

@@ -19,7 +19,7 @@ PROGRAM = """
 import logging, sys, threading
 logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s %(message)s")
 import accelhal
-assert "accelhal.watchdog" not in sys.modules and threading.active_count() == 1  # import accelhal starts nothing
+assert "accelhal.process.watchdog" not in sys.modules and threading.active_count() == 1  # accelhal starts nothing
 print(accelhal.get_accelerator().name)
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accelhal.probing import GENERIC_OLDEST_TORCH
+from accelhal.contract.probes import GENERIC_OLDEST_TORCH
 
 VERSION = torch.__version__
 

@@ -14,7 +14,7 @@ import ast
 import inspect
 import textwrap
 
-from accelhal.device_module import LOOKED_FOR, RANGE_MODULES, DeviceModuleAccelerator
+from accelhal.contract.device_module import LOOKED_FOR, RANGE_MODULES, DeviceModuleAccelerator
 
 
 def _chain(node: ast.expr, aliases: dict[str, list[str]]) -> list[str] | None:

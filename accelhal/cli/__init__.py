@@ -14,16 +14,16 @@ User mistakes (a bad variable, an unknown or unavailable backend) print one
 ``accelhal: error:`` message and exit with status 2, never a traceback. What a device's
 runtime raises is a finding (``doctor``) or a verdict (``list``, ``explain``); where a
 command cannot go on without the call, one ``accelhal: error:`` message names the
-exception and the call, with exit status 1 (:mod:`accelhal.cli.faults`). With ``--json``
+exception and the call, with exit status 1 (:mod:`accelhal.cli.supervision.faults`). With ``--json``
 stdout always gets one valid JSON document: the command's own (which carries the error
-when selection failed), or :class:`~accelhal.cli.models.ErrorOutput`. A closed pipe
+when selection failed), or :class:`~accelhal.cli.output.models.ErrorOutput`. A closed pipe
 (``accelhal list | head -1``) ends the output, not the command: the exit status is the
 command's own. What vendor packages print while they are imported or probed goes to
-stderr (see :mod:`accelhal.vendor_output`).
+stderr (see :mod:`accelhal.process.vendor_output`).
 
 Each call into a device's runtime is bounded by ``--timeout SECONDS`` (``ACCELHAL_TIMEOUT``,
 60 s): one that runs over is named on stderr with its stack, and the command goes on
-without it, with the statuses and the JSON document above (:mod:`accelhal.cli.deadline`).
+without it, with the statuses and the JSON document above (:mod:`accelhal.cli.supervision.deadline`).
 ``SIGINT``, ``SIGTERM`` and ``SIGHUP`` end the command and every process it started, after
 one ``accelhal: error:`` line saying what it was in; after Ctrl-C the exit status is 130.
 
@@ -44,9 +44,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from accelhal._version import __version__
-from accelhal.cli import check, deadline, doctor, explain, info, listing, ray_resources, schema
-from accelhal.cli.status import FAILED, USAGE_ERROR
-from accelhal.cli.warnings_filter import hide_torch_numpy_warning
+from accelhal.cli.commands import check, doctor, explain, info, listing, ray_resources, schema
+from accelhal.cli.output.status import FAILED, USAGE_ERROR
+from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
+from accelhal.cli.supervision import deadline
 
 _SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
 """Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
@@ -91,8 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _seconds(text: str) -> float:
-    """A number of seconds for ``--timeout``, as :func:`accelhal.settings.seconds` reads it."""
-    from accelhal.settings import SECONDS_SYNTAX, seconds
+    """A number of seconds for ``--timeout``, as :func:`accelhal.process.settings.seconds` reads it."""
+    from accelhal.process.settings import SECONDS_SYNTAX, seconds
     from accelhal.text import quote
 
     value = seconds(text)
@@ -120,7 +121,7 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
     """Run the command with ``argv`` (``sys.argv[1:]`` by default); returns the exit status.
 
     With ``bounded`` (the ``accelhal`` program), the command runs in a worker process whose calls
-    into device runtimes are bounded by ``--timeout`` (:mod:`accelhal.cli.deadline`); without it, in
+    into device runtimes are bounded by ``--timeout`` (:mod:`accelhal.cli.supervision.deadline`); without it, in
     this process, unbounded.
     """
     from accelhal.errors import AccelhalError
@@ -152,7 +153,7 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the parsed command in this process; its exit status."""
-    from accelhal.cli import render
+    from accelhal.cli.output import render
     from accelhal.errors import AccelhalError
 
     try:
@@ -169,18 +170,18 @@ def _run(args: argparse.Namespace) -> int:
         render.close_output(1)
         return 0
     except Exception as exc:  # vendor or torch code raised where no check contained it: one message, no traceback
-        from accelhal.cli.faults import describe
+        from accelhal.cli.supervision.faults import describe
 
         return _failed(args, f"'accelhal {args.command}' stopped: {describe(exc)}", FAILED)
 
 
 def _failed(args: argparse.Namespace, message: str, status: int) -> int:
     """Say ``message`` on stderr (and as the ``error`` JSON document with ``--json``); return ``status``."""
-    from accelhal.cli import render
+    from accelhal.cli.output import render
 
     render.error(message)
     if getattr(args, "json", False):
-        from accelhal.cli.models import ErrorOutput
+        from accelhal.cli.output.models import ErrorOutput
 
         render.print_json(ErrorOutput(command=args.command, error=message))
     return status
@@ -190,7 +191,7 @@ def console_main() -> NoReturn:
     """The ``accelhal`` program (and ``python -m accelhal``): :func:`main`, then exit with its status.
 
     Not for programmatic use (use :func:`main`): the command runs in a worker process
-    (:mod:`accelhal.cli.deadline`), and this process, which followed it, ends without the
+    (:mod:`accelhal.cli.supervision.deadline`), and this process, which followed it, ends without the
     interpreter's shutdown (``os._exit``, after flushing its output): it has nothing left to
     do, and after ``import torch`` the shutdown takes about 0.4 s.
     """

@@ -14,7 +14,7 @@ from accelhal.errors import BackendUnavailableError
 if TYPE_CHECKING:
     import torch
 
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
 
 def is_host(acc: Accelerator) -> bool:

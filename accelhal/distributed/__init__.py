@@ -20,17 +20,17 @@ if TYPE_CHECKING:
     from accelhal.distributed.guard import lost_rank_guard
     from accelhal.distributed.liveness import check_lost_ranks
     from accelhal.distributed.process_group import ProcessGroupSetup, destroy_process_group, init_process_group
-    from accelhal.launcher import LaunchEnv, read_launch_env
-    from accelhal.launchers import LAUNCHERS, Launcher
+    from accelhal.launch.environment import LaunchEnv, read_launch_env
+    from accelhal.launch.known_launchers import LAUNCHERS, Launcher
 
 _EXPORTS: dict[str, str] = {
     "init_process_group": "accelhal.distributed.process_group",
     "destroy_process_group": "accelhal.distributed.process_group",
     "ProcessGroupSetup": "accelhal.distributed.process_group",
-    "read_launch_env": "accelhal.launcher",
-    "LaunchEnv": "accelhal.launcher",
-    "Launcher": "accelhal.launchers",
-    "LAUNCHERS": "accelhal.launchers",
+    "read_launch_env": "accelhal.launch.environment",
+    "LaunchEnv": "accelhal.launch.environment",
+    "Launcher": "accelhal.launch.known_launchers",
+    "LAUNCHERS": "accelhal.launch.known_launchers",
     "set_visible_devices_envs": "accelhal.distributed.child_env",
     "export_envs": "accelhal.distributed.child_env",
     "selfcheck": "accelhal.distributed.checks",

@@ -48,11 +48,11 @@ from urllib.parse import urlsplit
 import torch
 import torch.distributed as dist
 
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.distributed import host_staging, liveness
 from accelhal.errors import DistributedSetupError
-from accelhal.launcher import TORCH_VARIABLES, LaunchEnv, read_launch_env
-from accelhal.settings import dist_timeout
+from accelhal.launch.environment import TORCH_VARIABLES, LaunchEnv, read_launch_env
+from accelhal.process.settings import dist_timeout
 
 logger = logging.getLogger("accelhal.distributed")
 

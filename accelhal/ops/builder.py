@@ -185,7 +185,7 @@ class OpBuilder:
 
     def build_directory(self) -> Path:
         """The keyed cache directory of this op: ``<ACCELHAL_OPS_CACHE>/<name>-<hash of build_inputs()>``."""
-        from accelhal.settings import OpsSettings
+        from accelhal.process.settings import OpsSettings
 
         root = Path(OpsSettings.from_environ().cache)
         return root / f"{self.name}-{cache.digest_inputs(self.build_inputs())}"
@@ -211,7 +211,7 @@ class OpBuilder:
             verdict = self.compatibility()
             reason = "is_compatible() is False" if verdict else verdict.reason
             raise UnsupportedFeatureError(self.backend, f"op {self.name!r}", reason)
-        from accelhal.settings import OpsSettings
+        from accelhal.process.settings import OpsSettings
 
         directory = self.build_directory()
         module = self._load_finished(directory)

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from accelhal import _cachefiles
+from accelhal.process import cache_files
 
 MANIFEST = "build.json"
 """Written last, atomically, by a successful build."""
@@ -76,8 +76,8 @@ def read_manifest(directory: str | Path) -> dict[str, Any] | None:
 
 
 def write_atomically(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` in the shared cache (:func:`accelhal._cachefiles.write_atomically`)."""
-    _cachefiles.write_atomically(Path(path), text, shared=True)
+    """Write ``text`` to ``path`` in the shared cache (:func:`accelhal.process.cache_files.write_atomically`)."""
+    cache_files.write_atomically(Path(path), text, shared=True)
 
 
 def write_manifest(directory: str | Path, module: ModuleType, inputs: Mapping[str, Any]) -> None:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from accelhal.contract.spec import is_backend_name
+from accelhal.discovery.plugins import Registry, describe_exception, registry
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.ops.builder import Compatibility, OpBuilder
-from accelhal.plugins import Registry, describe_exception, registry
-from accelhal.spec import is_backend_name
 
 
 class NotImplementedBuilder:

@@ -8,7 +8,7 @@
 Each prints one JSON object on its last line. The conformance suite
 (:mod:`accelhal.testing.conformance.processes`) runs them in subprocesses, which inherit its
 environment; like the ``accelhal`` command, they hide torch's warning that numpy is not
-installed (only that one: :data:`accelhal.cli.warnings_filter.TORCH_NUMPY_WARNING`), so that
+installed (only that one: :data:`accelhal.cli.output.warnings_filter.TORCH_NUMPY_WARNING`), so that
 ``PYTHONWARNINGS=error`` does not make their ``import torch`` fail where the command's own passed.
 """
 
@@ -47,7 +47,7 @@ def probe(name: str) -> dict[str, Any]:
 
 def _use_device(queue: Any, tensors: bool, parent: int) -> None:
     import accelhal
-    from accelhal.children import die_with_parent
+    from accelhal.process.child_processes import die_with_parent
 
     die_with_parent(parent)  # a check killed at its deadline takes its forked child with it
     try:
@@ -85,7 +85,7 @@ def fork(name: str, tensors: bool) -> dict[str, Any]:
 
 
 def _hide_torch_numpy_warning() -> None:
-    """Apply the command's one warning filter (:func:`accelhal.cli.warnings_filter.hide_torch_numpy_warning`).
+    """Apply the command's one warning filter (:func:`accelhal.cli.output.warnings_filter.hide_torch_numpy_warning`).
 
     torch gives that warning only where numpy is not found; elsewhere the command's package is
     not imported.
@@ -95,7 +95,7 @@ def _hide_torch_numpy_warning() -> None:
     except (ImportError, ValueError):  # an import hook refusing numpy; a numpy module without a spec
         numpy_found = False
     if not numpy_found:
-        from accelhal.cli.warnings_filter import hide_torch_numpy_warning
+        from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
 
         hide_torch_numpy_warning()
 

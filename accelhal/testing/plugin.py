@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
-    from accelhal.spec import Capability
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.contract.spec import Capability
 
 OPTION = "--accelhal-backend"
 _CACHE = pytest.StashKey[dict[object, "Accelerator"]]()
@@ -99,7 +99,7 @@ def resolve(config: pytest.Config, name: str | None) -> Accelerator:
 
 
 def _capability(value: object) -> Capability:
-    from accelhal.spec import Capability
+    from accelhal.contract.spec import Capability
 
     try:
         return Capability(value)

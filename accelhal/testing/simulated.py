@@ -47,8 +47,8 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import RANGE_MODULES
-from accelhal.spec import BackendSpec
+from accelhal.contract.device_module import RANGE_MODULES
+from accelhal.contract.spec import BackendSpec
 
 SURFACES = Path(__file__).with_name("surfaces")
 """The recorded public surfaces of the vendors' device modules (JSON, one file per module)."""
@@ -118,8 +118,8 @@ def _torch_knows(device_type: str) -> bool:
 
 def _vendor_specs() -> dict[str, BackendSpec]:
     """The built-in backends whose device module comes from a vendor package (not torch itself)."""
-    from accelhal import plugins
-    from accelhal.settings import Settings
+    from accelhal.discovery import plugins
+    from accelhal.process.settings import Settings
 
     registry = plugins.discover(Settings(disable_plugin_autoload=True))
     return {r.spec.name: r.spec for r in registry.ordered() if r.spec.package not in (None, "torch")}

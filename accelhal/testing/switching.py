@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
 
 @contextlib.contextmanager

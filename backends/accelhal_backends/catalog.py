@@ -14,8 +14,8 @@ plugin modules of their own: :mod:`accelhal_backends.generic`, :mod:`accelhal_ba
 
 from __future__ import annotations
 
-from accelhal.hookspecs import BackendsPlugin
-from accelhal.spec import BackendSpec, Verdict
+from accelhal.contract.spec import BackendSpec, Verdict
+from accelhal.discovery.hooks import BackendsPlugin
 
 
 def _cpu_probe() -> Verdict:

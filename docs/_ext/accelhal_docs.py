@@ -1,6 +1,6 @@
 """Sphinx directives that render documentation from accelhal's own tables, at build time.
 
-- ``accelhal-variables``: every environment variable, from :data:`accelhal.settings.VARIABLES`.
+- ``accelhal-variables``: every environment variable, from :data:`accelhal.process.settings.VARIABLES`.
 
 Because the pages are drawn from the code, they cannot drift from it. The priority table, the
 command's help and the contract page are Markdown written by ``scripts/reference_markdown.py``
@@ -40,7 +40,7 @@ class VariablesDirective(SphinxDirective):
     """The table of environment variables."""
 
     def run(self) -> list[nodes.Node]:
-        from accelhal.settings import VARIABLES
+        from accelhal.process.settings import VARIABLES
 
         rows = [(v.name, v.kind, v.default, v.help) for v in VARIABLES]
         return [table(("Variable", "Value", "Default", "Meaning"), rows, literal_columns=(0,))]

@@ -118,7 +118,7 @@ def device_count(probing=True):
 
 def probe():
     import torch
-    from accelhal.probing import probe_device_module
+    from accelhal.contract.probes import probe_device_module
 
     if "torch.acmehang" not in sys.modules:  # the runtime's device module, as a vendor package registers one
         module = types.ModuleType("torch.acmehang")

@@ -41,7 +41,7 @@ def test_doctor_is_healthy_and_agrees_with_torch() -> None:
 
 def test_doctor_creates_no_cuda_context() -> None:
     code = (
-        "import sys, torch\nfrom accelhal.cli.diagnosis import diagnose\n"
+        "import sys, torch\nfrom accelhal.cli.diagnosis.checks import diagnose\n"
         "diagnose()\nprint(torch.cuda.is_initialized())\n"
     )
     result = run_accelhal(code=code)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from accelhal.cli import main
-from accelhal.cli.models import OUTPUT_MODELS
+from accelhal.cli.output.models import OUTPUT_MODELS
 from tests.cli.conftest import Result, run_accelhal
 
 HUMAN_COMMANDS = [["info"], ["list"], ["explain"], ["explain", "cpu"], ["doctor"]]

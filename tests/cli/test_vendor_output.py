@@ -137,7 +137,7 @@ def test_no_device_hint_names_the_check_and_not_the_runtime_setup(noisy: Callabl
 
 ORDER = """
 import os
-from accelhal.vendor_output import stdout_to_stderr
+from accelhal.process.vendor_output import stdout_to_stderr
 with stdout_to_stderr() as captured:
     print("python line")
     os.write(1, b"native line\\n")

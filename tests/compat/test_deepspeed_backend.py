@@ -12,8 +12,8 @@ import pytest
 
 from accelhal import Verdict
 from accelhal.compat.deepspeed import backend_from_deepspeed
+from accelhal.contract.class_checks import contract_problems
 from accelhal.errors import ContractError
-from accelhal.validation import contract_problems
 from tests.compat import requires_deepspeed
 from tests.conftest import InstallDistribution
 
@@ -173,7 +173,7 @@ def test_a_name_cannot_be_registered_for_two_deepspeed_classes() -> None:
 def test_a_spec_that_misstates_what_deepspeeds_class_answers_is_named(ds: Any) -> None:
     from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
 
-    from accelhal.validation import instance_identity_problems
+    from accelhal.contract.class_checks import instance_identity_problems
 
     spec = backend_from_deepspeed(
         CPU_Accelerator, name="dscpu4", device_type="cpu", priority=50, probe=lambda: Verdict.available("cpu")

@@ -29,7 +29,7 @@ from accelhal.compat.deepspeed._releases import (
     DeepSpeedShape,
     installed_defects,
 )
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import UnsupportedReleaseError
 from tests import warm
 from tests.compat import child_environment, requires_deepspeed

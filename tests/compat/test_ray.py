@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from accelhal.cli import main
-from accelhal.cli.schema import schemas
+from accelhal.cli.commands.schema import schemas
 from accelhal.selection import registry
 from tests.compat.ray_shapes import documented_resources
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import accelhal
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal_backends.cuda.accelerator import CudaAccelerator
 
 pytestmark = pytest.mark.cuda

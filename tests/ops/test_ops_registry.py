@@ -12,8 +12,8 @@ from ops_helpers import run_python
 import accelhal
 from accelhal.errors import ConfigurationError, PluginError, UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder, OpBuilder, op_builders
+from accelhal.process.settings import OpsSettings
 from accelhal.selection import registry
-from accelhal.settings import OpsSettings
 
 
 def test_unknown_name_gives_a_not_implemented_builder_that_names_op_and_backend() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from accelhal import BackendSpec, Verdict
-from accelhal.hookspecs import backends_hook
+from accelhal.discovery.hooks import backends_hook
 
 
 def probe() -> Verdict:

@@ -14,7 +14,7 @@ from tests.privateuse1.child import on_device
 pytestmark = pytest.mark.privateuse1
 
 AS_TORCH_2_9 = """
-from accelhal.probing import GENERIC_OLDEST_TORCH
+from accelhal.contract.probes import GENERIC_OLDEST_TORCH
 if torch.__version__ >= GENERIC_OLDEST_TORCH:
     del torch.accelerator.get_memory_info, torch.accelerator.get_device_capability
 import accelhal

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.privateuse1, needs_accelerator_memory_info]  # the ven
 
 MEMBERS = """
 import json, os, sys, torch, accelhal
-from accelhal.spec import Capability
+from accelhal.contract.spec import Capability
 from tests.privateuse1 import runtime
 
 vendor = sys.argv[1]

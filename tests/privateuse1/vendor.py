@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import RANGE_MODULES
+from accelhal.contract.device_module import RANGE_MODULES
 from accelhal.testing import simulated
 from tests.privateuse1 import collectives, runtime
 from tests.privateuse1 import device as testdev

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
 __all__ = ["install", "installed", "is_installed", "uninstall"]
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Protocol
 
-from accelhal._record import record
+from accelhal.plain_record import record
 
 
 class Patch(Protocol):

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from accelhal._record import record
+from accelhal.plain_record import record
 
 
 @record(frozen=True)

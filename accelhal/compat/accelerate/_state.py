@@ -28,9 +28,9 @@ from accelerate.utils import DistributedType, is_torch_xla_available
 
 import accelhal
 from accelhal.compat._placement import is_host, process_device
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import ConfigurationError, DistributedSetupError
-from accelhal.launcher import read_launch_env
+from accelhal.launch.environment import read_launch_env
 
 logger = logging.getLogger("accelhal")
 

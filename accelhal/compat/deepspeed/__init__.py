@@ -33,12 +33,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from accelhal.compat.deepspeed import _targets
-from accelhal.spec import BackendSpec, Probe
+from accelhal.contract.spec import BackendSpec, Probe
 
 if TYPE_CHECKING:
     from accelhal.compat.deepspeed._adapter import UnavailableBuilder
     from accelhal.compat.deepspeed._backend import DeepSpeedBackedAccelerator
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
 __all__ = [
     "DeepSpeedBackedAccelerator",

@@ -32,11 +32,11 @@ from typing import Any
 
 import torch
 
-from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import deepspeed_base, deepspeed_members, deepspeed_signature
 from accelhal.compat.deepspeed._ops import built_by_accelhal
 from accelhal.compat.deepspeed._releases import installed_shape
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_index
 from accelhal.errors import ContractError, UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder
 

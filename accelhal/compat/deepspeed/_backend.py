@@ -22,12 +22,12 @@ from typing import Any, ClassVar
 
 import torch
 
-from accelhal.arguments import check_device_index
 from accelhal.compat.deepspeed._members import deepspeed_base, deepspeed_members
-from accelhal.compiling import CompileChoice
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_index
+from accelhal.contract.class_checks import contract_members
+from accelhal.contract.compile_backend import CompileChoice
 from accelhal.errors import ContractError, UnsupportedFeatureError
-from accelhal.validation import contract_members
 
 _RETURNS: dict[str, frozenset[str]] = {
     "int": frozenset(
@@ -149,7 +149,7 @@ class DeepSpeedBackedAccelerator(Accelerator):
         value = self.deepspeed_accelerator.current_device()
         if isinstance(value, torch.device):
             return 0 if value.index is None else value.index
-        if isinstance(value, str) and value.strip().isdecimal():  # as accelhal.arguments reads indices
+        if isinstance(value, str) and value.strip().isdecimal():  # as accelhal.contract.arguments reads indices
             return int(value)
         if isinstance(value, int) and not isinstance(value, bool):
             return value

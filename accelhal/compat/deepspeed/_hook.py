@@ -29,7 +29,7 @@ from accelhal.compat import _import_hook
 from accelhal.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
 TARGET = "deepspeed.accelerator.real_accelerator"
 """The DeepSpeed module that holds its accelerator (``ds_accelerator``, ``set_accelerator``)."""
@@ -114,7 +114,7 @@ def arm_from_environment() -> bool:
     Never raises at start-up: a malformed variable is raised when DeepSpeed is imported,
     so the job that relies on it stops there, with the variable and value named.
     """
-    from accelhal.settings import parse_bool
+    from accelhal.process.settings import parse_bool
 
     try:
         if not parse_bool(ENABLE, os.environ.get(ENABLE)):
@@ -134,7 +134,9 @@ def site_packages() -> Path:
 def write_pth(directory: Path | None = None) -> Path:
     """Write :data:`PTH_NAME` into ``directory`` (default :func:`site_packages`); returns its path."""
     target = (site_packages() if directory is None else Path(directory)) / PTH_NAME
-    from accelhal._cachefiles import write_atomically  # not at start-up, where the .pth file imports this module
+    from accelhal.process.cache_files import (
+        write_atomically,  # not at start-up, where the .pth file imports this module
+    )
 
     write_atomically(target, PTH_LINE, shared=True)
     return target

@@ -50,7 +50,7 @@ def deepspeed_signature(name: str) -> inspect.Signature:
     against DeepSpeed's class stays valid and ``device_name()`` works as DeepSpeed's code
     calls it.
     """
-    from accelhal.contract import Accelerator
+    from accelhal.contract.accelerator import Accelerator
 
     declared = inspect.signature(getattr(deepspeed_base(), name))
     ours = getattr(Accelerator, name, None)

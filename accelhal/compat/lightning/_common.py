@@ -16,7 +16,7 @@ import torch
 
 import accelhal
 from accelhal.compat._placement import is_host
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import AccelhalError, ConfigurationError, UnsupportedFeatureError
 
 logger = logging.getLogger("accelhal")

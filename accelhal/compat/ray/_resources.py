@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from accelhal._record import record
+from accelhal.plain_record import record
 
 FLAG_RESOURCES: dict[str, str] = {"GPU": "--num-gpus"}
 """Resources ``ray start`` refuses in ``--resources``, with the option that takes each instead."""

@@ -20,7 +20,7 @@ from ray.train.torch import TorchConfig
 import accelhal
 from accelhal.compat.ray._releases import active_train, installed_shape
 from accelhal.compat.ray._resources import Binding, bind
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import DistributedSetupError
 
 _RayTorchBackend: Any = TorchConfig().backend_cls

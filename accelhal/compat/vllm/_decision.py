@@ -62,10 +62,10 @@ def mode(environ: Mapping[str, str] | None = None) -> str:
     """:data:`VARIABLE`'s value: ``auto`` when unset, blank or ``auto``; else ``on`` or ``off``.
 
     ``on`` and ``off`` take accelhal's boolean spellings too (``1``/``0``, ``true``/``false``, ...:
-    :func:`accelhal.settings.parse_bool`). Raises :class:`~accelhal.ConfigurationError` for anything else.
+    :func:`accelhal.process.settings.parse_bool`). Raises :class:`~accelhal.ConfigurationError` for anything else.
     """
     from accelhal.errors import ConfigurationError
-    from accelhal.settings import BOOLEAN_SPELLINGS, parse_bool
+    from accelhal.process.settings import BOOLEAN_SPELLINGS, parse_bool
 
     raw = (os.environ if environ is None else environ).get(VARIABLE, "").strip().lower()
     if raw in ("", "auto"):

@@ -22,12 +22,12 @@ from accelhal.compat.vllm._decision import mode
 from accelhal.compat.vllm._members import MEMBERS
 from accelhal.compat.vllm._releases import SHAPES, SUPPORTED
 from accelhal.compat.vllm.kit import PORTABLE, VllmKit
+from accelhal.contract.spec import Capability
 from accelhal.selection import registry
-from accelhal.spec import Capability
 
 if TYPE_CHECKING:
-    from accelhal.contract import Accelerator
-    from accelhal.spec import BackendSpec
+    from accelhal.contract.accelerator import Accelerator
+    from accelhal.contract.spec import BackendSpec
 
 CPU_WORKER = "vllm.v1.worker.cpu_worker.CPUWorker"
 DEVICE_WORKER = "accelhal.compat.vllm._worker.DeviceWorker"

@@ -1,7 +1,7 @@
 """What a device adds for vLLM beyond the accelhal contract: :class:`VllmKit`, answered by ``accelhal_vllm_kit``.
 
 A plugin whose device needs its own attention backend or kernels in vLLM implements the
-:func:`accelhal.hookspecs.accelhal_vllm_kit` hook and returns a kit for its backend. Every
+:func:`accelhal.discovery.hooks.accelhal_vllm_kit` hook and returns a kit for its backend. Every
 field is optional: what a kit leaves empty is vLLM's portable path (its host kernels,
 attention backend, worker and communicator, which a device runs through its CPU fallback).
 Names are qualified names (``"package.module.Class"``) that vLLM imports in its own

@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 import pytest
 import torch
 
-from accelhal.contract import Accelerator
-from accelhal.spec import Capability
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.spec import Capability
 
 _ALLOCATION: weakref.WeakKeyDictionary[Accelerator, str | None] = weakref.WeakKeyDictionary()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from accelhal.compiling import SOURCES, CompileChoice
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.compile_backend import SOURCES, CompileChoice
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
 
 RETURNS: dict[str, tuple[tuple[object, ...], type]] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.testing.conformance.base import SuiteBase, allocation_problem, expect, expect_type
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import torch
 
-from accelhal.contract import Accelerator
-from accelhal.spec import Capability
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.spec import Capability
 from accelhal.testing.conformance.base import SuiteBase, expect, is_context_manager
 
 

@@ -6,11 +6,11 @@ import inspect
 
 import pytest
 
-from accelhal import plugins
-from accelhal.contract import Accelerator
-from accelhal.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, Capability
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.class_checks import contract_problems, identity_problems, instance_identity_problems
+from accelhal.contract.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, Capability
+from accelhal.discovery import plugins
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type
-from accelhal.validation import contract_problems, identity_problems, instance_identity_problems
 
 PUBLIC_MEMBERS = sorted(
     name for klass in Accelerator.__mro__ for name in vars(klass) if not name.startswith("_") or name == "_name"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
 from accelhal.errors import UnsupportedFeatureError
 from accelhal.ops import NotImplementedBuilder
 from accelhal.testing.conformance.base import SuiteBase, expect, expect_type

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from accelhal import children
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.process import child_processes
 from accelhal.testing.conformance.base import SuiteBase, allocation_problem, expect
 
 
@@ -18,10 +18,10 @@ def run_isolated(*args: str) -> dict[str, Any]:
     """Run :mod:`accelhal.testing.isolated` in a fresh interpreter that sees this process's modules.
 
     The interpreter and what it starts end with this process, and when its 300 s are up
-    (:func:`accelhal.children.run`).
+    (:func:`accelhal.process.child_processes.run`).
     """
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    done = children.run([sys.executable, "-m", "accelhal.testing.isolated", *args], timeout=300, env=env)
+    done = child_processes.run([sys.executable, "-m", "accelhal.testing.isolated", *args], timeout=300, env=env)
     if done.returncode != 0:
         raise AssertionError(
             f"accelhal.testing.isolated {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"

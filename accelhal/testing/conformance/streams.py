@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelhal.contract import Accelerator
-from accelhal.spec import Capability
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.spec import Capability
 from accelhal.testing.conformance.base import SuiteBase, expect, is_context_manager
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from accelhal.hookspecs import hookimpl
+from accelhal.discovery.hooks import hookimpl
 
 if TYPE_CHECKING:  # the builders' machinery is imported when a builder is asked for, not at discovery
     from accelhal.ops.builder import OpBuilder

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from accelhal.arguments import check_device_in_range, check_device_index, check_seed
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_in_range, check_device_index, check_seed
 from accelhal_backends.catalog import CPU as SPEC
 
 if TYPE_CHECKING:
@@ -41,18 +41,18 @@ _RESET_PEAK = b"5"
 
 
 def _first_local_rank() -> tuple[int, str] | None:
-    """:func:`accelhal.launcher.local_rank`, which replaces this function: the launcher is imported at first use."""
+    """:func:`accelhal.launch.environment.local_rank`, which replaces this function (imported at first use)."""
     global _local_rank
-    from accelhal.launcher import local_rank
+    from accelhal.launch.environment import local_rank
 
     _local_rank = local_rank
     return local_rank()
 
 
 def _first_local_size() -> tuple[int, str] | None:
-    """:func:`accelhal.launcher.local_size`, which replaces this function (as :func:`_first_local_rank`)."""
+    """:func:`accelhal.launch.environment.local_size`, which replaces this function (as :func:`_first_local_rank`)."""
     global _local_size
-    from accelhal.launcher import local_size
+    from accelhal.launch.environment import local_size
 
     _local_size = local_size
     return local_size()
@@ -164,7 +164,7 @@ class CpuAccelerator(Accelerator):
         count = self.device_count()
         if rank >= count:
             from accelhal.errors import ConfigurationError  # off the path of a valid rank
-            from accelhal.launchers import LOCAL_SIZE_VARIABLES
+            from accelhal.launch.known_launchers import LOCAL_SIZE_VARIABLES
 
             raise ConfigurationError(
                 f"{variable}={rank} is not below the cpu backend's device_count() of {count}; a launcher sets "

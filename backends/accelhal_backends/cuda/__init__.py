@@ -16,8 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from accelhal.probing import probe_device_module
-from accelhal.spec import Status, Verdict
+from accelhal.contract.probes import probe_device_module
+from accelhal.contract.spec import Status, Verdict
 from accelhal_backends.catalog import CUDA as SPEC
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def _backends_requiring(package: str) -> list[str]:
     """Registered backends (other than cuda) that need ``package``: the ones that drive its devices."""
-    from accelhal.plugins import registry
+    from accelhal.discovery.plugins import registry
 
     specs = [r.spec for r in registry().ordered()]
     return [spec.name for spec in specs if spec.name != SPEC.name and package in spec.requires]

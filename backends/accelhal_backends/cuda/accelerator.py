@@ -1,6 +1,6 @@
 """The cuda accelerator: ``torch.cuda`` on NVIDIA (CUDA) and AMD (ROCm, reported as HIP) GPUs.
 
-What differs from the shared :class:`~accelhal.device_module.DeviceModuleAccelerator`, and
+What differs from the shared :class:`~accelhal.contract.device_module.DeviceModuleAccelerator`, and
 the DeepSpeed defects fixed on the way:
 
 * ``available_memory`` is the driver's free figure from ``torch.cuda.mem_get_info`` (shared
@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
-from accelhal.spec import Capability
+from accelhal.contract.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.contract.spec import Capability
 from accelhal_backends.catalog import CUDA as SPEC
 from accelhal_backends.cuda.flavour import flavour
 

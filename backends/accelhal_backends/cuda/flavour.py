@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
-from accelhal._record import record
+from accelhal.plain_record import record
 
 CHECKED_MEMBERS = ("device_count", "is_available", "current_device", "get_device_properties")
 """The ``torch.cuda`` functions whose origin is checked, those that count, select and describe devices."""

@@ -9,7 +9,7 @@ wins over it. Its members go through ``torch.accelerator`` and the device module
 ``torch.get_device_module(<type>)`` (see :mod:`accelhal_backends.generic.accelerator`).
 
 Unlike the named backends, the registration asks torch: the device type is a fact only
-torch knows. It imports torch (once per process, through :mod:`accelhal.torch_import`) only
+torch knows. It imports torch (once per process, through :mod:`accelhal.process.torch_import`) only
 where an out-of-tree device can be there: torch already loaded, or a ``torch.backends``
 entry point installed for torch's device autoload. Importing this module imports nothing.
 """
@@ -22,11 +22,11 @@ import os
 import sys
 from collections.abc import Callable
 
-from accelhal import torch_import
-from accelhal.entry_points import find as find_entry_points
-from accelhal.hookspecs import hookimpl
-from accelhal.probing import GENERIC_OLDEST_TORCH, torch_accelerator_type
-from accelhal.spec import BackendSpec, Verdict
+from accelhal.contract.probes import GENERIC_OLDEST_TORCH, torch_accelerator_type
+from accelhal.contract.spec import BackendSpec, Verdict
+from accelhal.discovery.entry_points import find as find_entry_points
+from accelhal.discovery.hooks import hookimpl
+from accelhal.process import torch_import
 
 PRIORITY = 150
 """Below every named built-in backend (the lowest is xla, 200) and above cpu (100)."""
@@ -151,7 +151,7 @@ def _torch_may_report_a_device() -> bool:
 def accelhal_register_backends(register: Callable[[BackendSpec], None]) -> None:
     """Register the generic backend for torch's accelerator, if torch reports one (cpu is not one).
 
-    torch is imported through :func:`accelhal.torch_import.attempt`, once per process: a torch
+    torch is imported through :func:`accelhal.process.torch_import.attempt`, once per process: a torch
     that cannot load registers nothing here, and every backend that requires torch says why.
     """
     if importlib.util.find_spec("torch") is None or not _torch_may_report_a_device():

@@ -37,11 +37,11 @@ from typing import Any, TypeVar
 
 import torch
 
-from accelhal.arguments import check_device_index
-from accelhal.contract import Accelerator
-from accelhal.device_module import _PerIndex, default_streams
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_index
+from accelhal.contract.device_module import _PerIndex, default_streams
+from accelhal.contract.spec import Capability
 from accelhal.errors import UnsupportedFeatureError
-from accelhal.spec import Capability
 from accelhal_backends.generic import DEVICE_MODULE_OPTIONAL, DEVICE_MODULE_RNG, comm_backend
 
 _T = TypeVar("_T")

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from accelhal.device_module import DeviceModuleAccelerator
+from accelhal.contract.device_module import DeviceModuleAccelerator
 from accelhal_backends.catalog import HPU as SPEC
 
 

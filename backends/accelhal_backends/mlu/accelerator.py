@@ -8,7 +8,7 @@ member keeps the contract's signature (``initial_seed()`` without a ``seed`` arg
 
 from __future__ import annotations
 
-from accelhal.device_module import DeviceModuleAccelerator
+from accelhal.contract.device_module import DeviceModuleAccelerator
 from accelhal_backends.catalog import MLU as SPEC
 
 

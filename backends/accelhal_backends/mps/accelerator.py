@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from accelhal.arguments import check_device_index
-from accelhal.contract import Accelerator
-from accelhal.device_module import DeviceModuleAccelerator
-from accelhal.spec import Capability
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_index
+from accelhal.contract.device_module import DeviceModuleAccelerator
+from accelhal.contract.spec import Capability
 from accelhal_backends.catalog import MPS as SPEC
 
 

@@ -8,8 +8,8 @@ Fixed from DeepSpeed: ``supported_dtypes()`` lists bfloat16 only where
 
 from __future__ import annotations
 
-from accelhal.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
-from accelhal.spec import Capability
+from accelhal.contract.device_module import DEVICE_CAPABILITIES, DeviceModuleAccelerator
+from accelhal.contract.spec import Capability
 from accelhal_backends.catalog import NPU as SPEC
 
 ACL_SUCCESS = 0

@@ -37,10 +37,10 @@ from typing import Any
 
 import torch
 
-from accelhal.arguments import check_device_in_range, check_device_index, check_seed, check_tensor
-from accelhal.contract import Accelerator
+from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.arguments import check_device_in_range, check_device_index, check_seed, check_tensor
+from accelhal.contract.spec import Capability
 from accelhal.errors import BackendUnavailableError, UnsupportedFeatureError
-from accelhal.spec import Capability
 from accelhal_backends.catalog import XLA as SPEC
 from accelhal_backends.cpu.accelerator import CpuAccelerator
 from accelhal_backends.xla import detection

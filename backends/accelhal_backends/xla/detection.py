@@ -35,8 +35,8 @@ import importlib.util
 import os
 from pathlib import Path
 
-from accelhal.entry_points import find as find_entry_points
-from accelhal.verdict import Verdict
+from accelhal.contract.verdict import Verdict
+from accelhal.discovery.entry_points import find as find_entry_points
 from accelhal_backends.catalog import XLA_INSTALL_HINT as INSTALL_HINT
 
 PJRT_DEVICE = "PJRT_DEVICE"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelhal.device_module import DeviceModuleAccelerator, default_streams
+from accelhal.contract.device_module import DeviceModuleAccelerator, default_streams
 from accelhal_backends.catalog import XPU as SPEC
 
 

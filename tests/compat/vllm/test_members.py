@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from accelhal._record import record_fields
 from accelhal.compat.vllm import MEMBERS
+from accelhal.plain_record import record_fields
 from tests.compat.vllm.runs import environment, run_code
 
 
@@ -52,7 +52,7 @@ import json, sys
 from vllm.platforms import current_platform as p
 from vllm.platforms.cpu import CpuPlatform
 from vllm.platforms.interface import Platform
-from accelhal._record import record_fields
+from accelhal.plain_record import record_fields
 from accelhal.compat.vllm import MEMBERS
 cls = type(p)
 acc = cls.accelerator

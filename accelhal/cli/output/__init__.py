@@ -1,0 +1,1 @@
+"""What the command prints: consoles, tables, words, JSON models and exit statuses."""

@@ -1,0 +1,227 @@
+"""Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
+
+Everything is drawn with rich. On a terminal, tables get box-drawing lines, labels are bold
+and statuses coloured. ``NO_COLOR`` (set and not empty, as https://no-color.org asks)
+removes the colour and only the colour: bold and the boxes stay, since they are not
+colour and carry the layout. When the output is piped it is plain text with ASCII lines
+and no escape codes at all, so a bug report can paste it as it is. Output is sized for
+an 80-column terminal: long cells and list items wrap under their own text instead of
+widening the table or running back to column 0.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO, cast
+
+from pydantic import BaseModel
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from accelhal.contract.spec import Status
+from accelhal.report import TorchImportReport
+from accelhal.text import hint_sentence, sentence
+
+STATUS_STYLES: dict[str, str] = {
+    Status.AVAILABLE.value: "green",
+    Status.NOT_INSTALLED.value: "dim",
+    Status.NO_DEVICE.value: "yellow",
+    Status.BROKEN.value: "red",
+    Status.REPLACED.value: "yellow",
+    Status.PROBE_ERROR.value: "red",
+    Status.INVALID.value: "red",
+    Status.NOT_PROBED.value: "dim",
+    "loaded": "green",
+    "failed": "red",
+    "blocked": "yellow",
+    "not-allowed": "yellow",
+    "autoload-disabled": "yellow",
+    "deferred": "dim",
+}
+"""Colour of each probe status and plugin state."""
+
+MAX_WIDTH = 80
+"""Output is laid out for this many columns, even on a wider terminal."""
+
+
+class _TrimmedLines:
+    """A text stream that writes each line to ``stream`` without its trailing blanks (rich pads cells)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pending = ""
+
+    @property
+    def encoding(self) -> str:
+        """The encoding of ``stream`` (rich chooses its box characters by it)."""
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def write(self, text: str) -> int:
+        """Write the complete lines of what was written so far, trimmed; keep an unfinished one."""
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            self.stream.write(line.rstrip(" ") + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        """Write an unfinished line as it is, and flush ``stream``."""
+        if self.pending:
+            self.stream.write(self.pending)
+            self.pending = ""
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        """Never a terminal: only piped output is trimmed."""
+        return False
+
+
+def close_output(fd: int) -> None:
+    """Send what is still written to ``fd`` (1 or 2) to ``os.devnull``: the reader of its pipe went away.
+
+    Neither the command nor the interpreter's exit then fails on it (``accelhal list | head -1``).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+class _Console(Console):
+    """A rich console on file descriptor ``fd`` whose closed pipe ends the output, not the command."""
+
+    def __init__(self, fd: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.fd = fd
+
+    def on_broken_pipe(self) -> None:
+        """Write nothing more (rich's own answer is to exit with status 1)."""
+        self.quiet = True
+        close_output(self.fd)
+
+
+def console(*, stderr: bool = False) -> Console:
+    """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide.
+
+    Piped, its lines carry no trailing blanks (a pasted bug report stays clean). When the reader
+    of the pipe goes away, the console writes nothing more and the command goes on.
+    """
+    fd = 2 if stderr else 1
+    out: Console = _Console(fd, stderr=stderr, highlight=False)
+    if not out.is_terminal:
+        trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
+        out = _Console(fd, file=trimmed, highlight=False)
+    if out.width > MAX_WIDTH:
+        out.width = MAX_WIDTH
+    return out
+
+
+def table(out: Console, *columns: str, title: str | None = None) -> Table:
+    """A table with ``columns``: box-drawing lines on a terminal, ASCII when piped; long cells wrap, never cut.
+
+    The table has inner lines only (no outer frame): two columns and two rows more for the text.
+    """
+    shape = box.ROUNDED if out.is_terminal else box.ASCII
+    drawn = Table(*columns, title=title, box=shape, title_justify="left", expand=False, show_edge=False)
+    for column in drawn.columns:
+        column.overflow = "fold"
+    return drawn
+
+
+def styled(value: str) -> Text:
+    """``value`` coloured by :data:`STATUS_STYLES` (a status or plugin state)."""
+    return Text(value, style=STATUS_STYLES.get(value, ""))
+
+
+def field(out: Console, label: str, value: str) -> None:
+    """Print ``label: value`` with the label in bold; ``value`` is plain text, not markup."""
+    line = Text.assemble((f"{label}: ", "bold"), value)
+    out.print(line)
+
+
+def items(out: Console, lines: list[str], *, marker: str = "-", indent: int = 2) -> None:
+    """Print ``lines`` as a list: each after ``marker``, its continuation lines under its text."""
+    grid = Table.grid(padding=(0, 1, 0, 0))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row(marker, Text(line))
+    out.print(Padding(grid, (0, 0, 0, indent)))
+
+
+def columns(
+    out: Console, rows: Sequence[tuple[str, ...]], *, indent: int = 2, styled_column: int | None = None
+) -> None:
+    """Print ``rows`` aligned in columns without a box; the last column wraps under itself.
+
+    ``styled_column`` is coloured by :func:`styled` (a status or plugin state).
+    """
+    if not rows:
+        return
+    grid = Table.grid(padding=(0, 2, 0, 0))
+    for _ in rows[0][:-1]:
+        grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for row in rows:
+        grid.add_row(*(styled(c) if i == styled_column else Text(c) for i, c in enumerate(row)))
+    out.print(Padding(grid, (0, 0, 0, indent)))
+
+
+def with_hint(reason: str, hint: str | None) -> str:
+    """``reason`` as a sentence, followed by ``Hint: ...`` when there is a hint."""
+    return sentence(reason) + (f" {hint_sentence(hint)}" if hint else "")
+
+
+def torch_failure(out: Console, torch: TorchImportReport | None) -> str | None:
+    """Print why torch cannot load and the fixes, in order; returns the verdict reason (``None`` if torch loads)."""
+    if torch is None or torch.loaded or torch.reason is None:
+        return None
+    out.print(Text("torch cannot load", style="bold red"))
+    out.print(Text(torch.reason))
+    for number, fix in enumerate(torch.fixes, start=1):
+        out.print(Text.assemble((f"{number}. ", "bold"), fix))
+    out.print()
+    return torch.reason
+
+
+def gib(num_bytes: int) -> str:
+    """Bytes as GiB with one decimal (``"79.1 GiB"``)."""
+    return f"{num_bytes / 2**30:.1f} GiB"
+
+
+def yes_no(flag: bool) -> str:
+    """``"yes"`` or ``"no"``."""
+    return "yes" if flag else "no"
+
+
+def write(text: str) -> None:
+    """Write ``text`` to stdout as it is; when the reader of the pipe went away, nothing more is written."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        close_output(1)
+
+
+def print_json(model: BaseModel) -> None:
+    """Write ``model`` as indented JSON to stdout (plain, never coloured)."""
+    write(model.model_dump_json(indent=2) + "\n")
+
+
+def error(message: str) -> None:
+    """Print ``accelhal: error: message`` to stderr: one line when piped (no markup, no traceback)."""
+    _line("accelhal: error: ", "bold red", message)
+
+
+def note(message: str) -> None:
+    """Print ``accelhal: note: message`` to stderr, beside output meant for another program: one line when piped."""
+    _line("accelhal: note: ", "bold yellow", message)
+
+
+def _line(label: str, style: str, message: str) -> None:
+    """``label`` then ``message`` on stderr: one line whatever its length when piped, wrapped at words on a terminal."""
+    err = console(stderr=True)
+    err.print(Text.assemble((label, style), message), soft_wrap=not err.is_terminal)

@@ -1,0 +1,1 @@
+"""Finding backends: the hooks a plugin implements, the entry points, the registry and its records."""

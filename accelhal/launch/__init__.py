@@ -1,0 +1,1 @@
+"""Who started this process: the launchers accelhal knows, their variables, Slurm host lists."""

@@ -1,0 +1,536 @@
+"""Every environment variable accelhal reads, listed in one table; accelhal's own parsed and validated here.
+
+:data:`VARIABLES` is the single table of variables (the documentation's variable page
+is generated from it), but each backend's visible-devices variables, from its spec
+(``BackendSpec.visible_devices_envs``). :meth:`Settings.from_environ` parses accelhal's own
+and raises :class:`~accelhal.ConfigurationError` naming the variable, the value and what
+would be accepted. Parsing is plain Python, not pydantic, because it runs on the path of the
+first ``get_accelerator()`` call, whose cost must stay negligible next to ``import torch``.
+
+Example::
+
+    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": "  CUDA "}).accelerator
+    'cuda'
+    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": " "}).accelerator is None
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from accelhal.contract.spec import is_backend_name
+from accelhal.plain_record import record
+from accelhal.text import quote, shorten
+
+if TYPE_CHECKING:
+    from accelhal.errors import ConfigurationError
+
+
+@record(frozen=True)
+class Variable:
+    """One environment variable: its name, the kind of value, its default and its meaning."""
+
+    name: str
+    kind: str
+    default: str
+    help: str
+
+
+def _table() -> tuple[Variable, ...]:
+    """:data:`VARIABLES`, built when first read: the first ``get_accelerator()`` does not need it."""
+    from accelhal.launch.known_launchers import LAUNCHER_VARIABLES
+
+    return (
+        Variable(
+            "ACCELHAL_ACCELERATOR",
+            "backend name",
+            "unset",
+            "Force a backend by name (trimmed, case-insensitive; empty or blank means unset). An unknown "
+            "name is an error listing the known names; a known but unavailable one is an error with the "
+            "probe's reason. A forced backend never falls back to another. 'generic' means the device "
+            "torch.accelerator reports, under the backend the generic plugin registered for it (unless a "
+            "backend is registered under that very name); where there is none, an error that says why.",
+        ),
+        Variable(
+            "DS_ACCELERATOR",
+            "backend name",
+            "unset",
+            "DeepSpeed's override, honoured when ACCELHAL_ACCELERATOR is unset or blank; 'xpu.external' "
+            "means 'xpu'. Parsed like ACCELHAL_ACCELERATOR, 'generic' included.",
+        ),
+        Variable(
+            "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD",
+            "boolean",
+            "0",
+            "1 loads only the backends built into accelhal; third-party plugins are not loaded.",
+        ),
+        Variable(
+            "ACCELHAL_PLUGINS",
+            "comma-separated names",
+            "unset (all)",
+            "Allow-list of third-party plugins, by entry-point or distribution name; built-ins always load.",
+        ),
+        Variable(
+            "ACCELHAL_BLOCK_PLUGINS",
+            "comma-separated names",
+            "unset (none)",
+            "Deny-list of plugins, by entry-point or distribution name; built-ins other than cpu may be "
+            "blocked too. cpu is the fallback and cannot be: naming it is an error, and the distribution name "
+            "'accelhal' blocks the other built-ins only.",
+        ),
+        Variable(
+            "ACCELHAL_STRICT",
+            "boolean",
+            "0",
+            "1 turns any plugin failure or name conflict into a PluginError instead of a reported skip.",
+        ),
+        Variable(
+            "ACCELHAL_DOCTOR_TIMEOUT",
+            "seconds",
+            "60",
+            "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
+            "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
+        ),
+        Variable(
+            "ACCELHAL_SLOW_PLUGIN_SECONDS",
+            "seconds",
+            "2",
+            "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
+            "probe takes longer than this (measured in doctor's child process, after import torch).",
+        ),
+        Variable(
+            "ACCELHAL_TIMEOUT",
+            "seconds",
+            "60",
+            "The default of every accelhal command's timeout option: the longest a call into a device's runtime (a "
+            "plugin's import, a probe, a construction, a device query) may take before the command calls it hung, "
+            "prints where it is stuck and goes on without it. accelhal doctor's discovery child uses it too, unless "
+            "ACCELHAL_DOCTOR_TIMEOUT is set.",
+        ),
+        Variable(
+            "ACCELHAL_HANG_WARNING_SECONDS",
+            "seconds",
+            "30",
+            "In a program, a plugin's import, a probe or a construction that has run this long during selection is "
+            "logged once (a warning on the 'accelhal' logger naming the backend, the call and the variable that skips "
+            "it); the call goes on.",
+        ),
+        Variable(
+            "ACCELHAL_DEEPSPEED",
+            "boolean",
+            "0",
+            "1 makes every Python process of an environment where the DeepSpeed start-up hook is installed "
+            "(python -m accelhal.compat.deepspeed hook install) give DeepSpeed accelhal's accelerator when it imports "
+            "DeepSpeed: launcher ranks, torchrun workers, spawned children. Read by the hook's .pth file at start-up; "
+            "a malformed value is raised when DeepSpeed is imported.",
+        ),
+        Variable(
+            "ACCELHAL_DEEPSPEED_DISABLE_OPS",
+            "comma-separated names",
+            "unset (none)",
+            "With ACCELHAL_DEEPSPEED: DeepSpeed op-builder class names (case-sensitive) the adapter reports as not "
+            "buildable, as the disable_ops argument of install() does; for example ShareMemCommBuilder.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_CACHE",
+            "directory",
+            "$XDG_CACHE_HOME/accelhal/ops, else ~/.cache/accelhal/ops",
+            "Where op builders keep their JIT-built extensions, one directory per hash of the build inputs.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_LOCK_TIMEOUT",
+            "seconds",
+            "1800",
+            "The longest a process waits for another process's build of the same op before raising "
+            "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
+        ),
+        Variable(
+            "ACCELHAL_OPS_LOCK_STALE",
+            "seconds",
+            "120",
+            "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
+            "stale and broken: this is how a build killed on another host sharing the cache is detected.",
+        ),
+        Variable(
+            "ACCELHAL_DIST_TIMEOUT",
+            "seconds",
+            "600",
+            "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
+            "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
+            "minutes on gloo). A rank that dies makes the others fail within it.",
+        ),
+        Variable(
+            "XDG_CACHE_HOME",
+            "directory",
+            "~/.cache",
+            "The base of accelhal's caches (the entry-point cache, and the op cache when ACCELHAL_OPS_CACHE is unset); "
+            "a relative value is ignored, as the XDG Base Directory specification says.",
+        ),
+        Variable(
+            "HOME",
+            "directory",
+            "the user's",
+            "Where ~ points: the caches' base (~/.cache) when XDG_CACHE_HOME is not set.",
+        ),
+        Variable("CXX", "command", "c++", "The C++ compiler of the op builders; part of each build's cache key."),
+        Variable("CC", "command", "unset", "The C compiler an op build may use; part of each build's cache key."),
+        *(
+            Variable(
+                name, "flags", "unset", f"{meaning}; part of the cache key of DeepSpeed's op builds (the adapter)."
+            )
+            for name, meaning in (
+                ("CFLAGS", "Flags of C compilations"),
+                ("CXXFLAGS", "Flags of C++ compilations"),
+                ("LDFLAGS", "Flags of the link"),
+            )
+        ),
+        Variable(
+            "CUDA_HOME",
+            "directory",
+            "torch's search",
+            "torch's own: the CUDA toolkit op builds compile with; part of the cache key of cuda and DeepSpeed op "
+            "builds.",
+        ),
+        Variable(
+            "ROCM_HOME",
+            "directory",
+            "torch's search",
+            "torch's own: the ROCm toolkit op builds compile with; part of the cache key of DeepSpeed's op builds.",
+        ),
+        Variable(
+            "NVCC_APPEND_FLAGS",
+            "flags",
+            "unset",
+            "nvcc's own: flags added to every nvcc call; part of the cache key of the cuda backend's op builds.",
+        ),
+        Variable(
+            "DS_BUILD_OPS",
+            "boolean",
+            "unset",
+            "DeepSpeed's: which ops its installation pre-built; part of the cache key of DeepSpeed's op builds.",
+        ),
+        Variable(
+            "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
+        ),
+        Variable(
+            "TORCH_EXTENSIONS_DIR",
+            "directory",
+            "torch's default",
+            "torch's own; set by the DeepSpeed adapter around DeepSpeed's op builds, then restored.",
+        ),
+        Variable(
+            "TORCH_CUDA_ARCH_LIST", "architectures", "unset", "torch's own: the CUDA architectures op builds target."
+        ),
+        Variable(
+            "DS_ALLOW_DEPRECATED_FP16",
+            "boolean",
+            "unset",
+            "DeepSpeed's: 1 lets the cuda backend report float16 on compute capability 6.x.",
+        ),
+        Variable(
+            "TORCH_DEVICE_BACKEND_AUTOLOAD",
+            "boolean",
+            "1",
+            "torch's own: 0 stops import torch from loading vendor extensions; accelhal reports it and suggests it.",
+        ),
+        Variable("PYTORCH_NVML_BASED_CUDA_CHECK", "boolean", "unset", "torch's own; copied into detection reports."),
+        Variable(
+            "PJRT_DEVICE",
+            "PJRT client",
+            "unset",
+            "torch_xla's own: the XLA device of the process (CPU, TPU, a plugin's name); the xla backend's probe "
+            "reads it and, unset, takes a device only where a TPU is attached (docs/backends.md).",
+        ),
+        Variable(
+            "CPU_NUM_DEVICES",
+            "integer",
+            "1",
+            "torch_xla's own: how many devices XLA's CPU client shows; the xla backend counts them from it.",
+        ),
+        Variable(
+            "TPU_LIBRARY_PATH",
+            "path",
+            "unset",
+            "torch_xla's own: where libtpu is; the xla backend's probe reads it to tell whether a TPU can be used.",
+        ),
+        Variable(
+            "TORCHELASTIC_USE_AGENT_STORE",
+            "boolean",
+            "set by torchrun",
+            "torch's own, set by torchrun for its workers: True when its agent, not rank 0, hosts the rendezvous store "
+            "(accelhal.distributed then names no rank when that store is lost).",
+        ),
+        Variable(
+            "TORCHELASTIC_MAX_RESTARTS",
+            "integer",
+            "set by torchrun",
+            "torch's own, how often torchrun may restart the job: above 0 with the agent's store shared, "
+            "init_process_group warns that restarted groups can read stale addresses (set "
+            "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 for torchrun).",
+        ),
+        Variable(
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+            "boolean",
+            "unset",
+            "pytest's own: with it set, accelhal check loads the accelhal pytest plugin explicitly.",
+        ),
+        Variable(
+            "ACCELHAL_VLLM_PLATFORM",
+            "auto, on or off",
+            "auto",
+            "accelhal.compat.vllm, vLLM's platform plugin: auto (the bridge answers where accelhal's active backend "
+            "is a device vLLM has no platform for and no vendor's vLLM plugin answers), on (also on cpu; never on "
+            "cuda, xpu or xla, which vLLM's own platforms serve), off. Read in each vLLM process (docs/vllm.md).",
+        ),
+        Variable(
+            "ACCELHAL_SIMULATED_DEVICES",
+            "integer",
+            "2",
+            "accelhal.testing.simulated only: how many devices a simulated vendor runtime shows (0: none).",
+        ),
+        *(
+            Variable(
+                name,
+                "launcher",
+                "unset",
+                "Set by a launcher; read by accelhal.launch.environment (see its documentation).",
+            )
+            for name in LAUNCHER_VARIABLES
+        ),
+    )
+
+
+VARIABLES: tuple[Variable, ...]
+"""Every variable accelhal reads, but each backend's visible-devices variables (from its spec), in one table.
+
+Built on first access (like :data:`ALL_VARIABLES` and :data:`RELEVANT_VARIABLES`, derived from it).
+"""
+
+ALL_VARIABLES: tuple[str, ...]
+"""The name of every variable accelhal reads, but each backend's visible-devices variables, from its spec."""
+
+_TRUE_SPELLINGS = ("1", "true", "yes", "on")
+_FALSE_SPELLINGS = ("0", "false", "no", "off")
+_TRUE = frozenset(_TRUE_SPELLINGS)
+_FALSE = frozenset({"", *_FALSE_SPELLINGS})
+BOOLEAN_SPELLINGS = f"{'/'.join(_TRUE_SPELLINGS)} or {'/'.join(_FALSE_SPELLINGS)}"
+"""The spellings a boolean variable takes (any case), in words (``1/true/yes/on or 0/false/no/off``)."""
+
+
+def _bad_value(message: str, *, variable: str, value: str) -> ConfigurationError:
+    """The :class:`~accelhal.ConfigurationError` to raise for ``variable``'s ``value``.
+
+    :mod:`accelhal.errors` is imported here, when a value is wrong: defining its classes would
+    cost every first ``get_accelerator()``.
+    """
+    from accelhal.errors import ConfigurationError
+
+    return ConfigurationError(message, variable=variable, value=value)
+
+
+def parse_bool(variable: str, raw: str | None) -> bool:
+    """Parse a boolean variable: 1/true/yes/on or 0/false/no/off (any case); unset is False."""
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise _bad_value(
+        f"{variable}={quote(raw)} is not a boolean; use {BOOLEAN_SPELLINGS}",
+        variable=variable,
+        value=raw,
+    )
+
+
+def parse_backend_name(variable: str, raw: str | None) -> str | None:
+    """Parse a backend name: trimmed, lower-cased; empty or blank is ``None``.
+
+    A value with stray characters (``"cuda;"``, ``"cu da"``, ``"cuda,cpu"``) raises,
+    naming the offending characters.
+    """
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if not value:
+        return None
+    if variable == "DS_ACCELERATOR" and value == "xpu.external":
+        value = "xpu"
+    if not is_backend_name(value):
+        stray = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c == "_"))})
+        detail = f"contains {shorten(', '.join(repr(c) for c in stray))}" if stray else "is not a valid name"
+        if not stray and len(value) > 32:
+            detail = f"is {len(value)} characters long (a name has at most 32)"
+        raise _bad_value(
+            f"{variable}={quote(raw)} {detail}; a backend name is one word of lowercase letters, digits "
+            "and '_' (for example 'cuda' or 'cpu'); only one backend can be forced",
+            variable=variable,
+            value=raw,
+        )
+    return value
+
+
+def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
+    """Parse a comma-separated list of plugin names; unset or blank is ``None``."""
+    if raw is None or not raw.strip():
+        return None
+    names = [part.strip().lower() for part in raw.split(",")]
+    if any(not name for name in names):
+        raise _bad_value(
+            f"{variable}={quote(raw)} has an empty entry; give plugin names separated by single commas",
+            variable=variable,
+            value=raw,
+        )
+    return tuple(names)
+
+
+@record(frozen=True)
+class Settings:
+    """The parsed values of :data:`VARIABLES`."""
+
+    accelerator: str | None = None
+    """The forced backend name, or ``None``."""
+    accelerator_variable: str | None = None
+    """Which variable forced it (``ACCELHAL_ACCELERATOR`` or ``DS_ACCELERATOR``)."""
+    disable_plugin_autoload: bool = False
+    plugins: tuple[str, ...] | None = None
+    block_plugins: tuple[str, ...] = ()
+    strict: bool = False
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read and validate every variable from ``environ`` (``os.environ`` by default)."""
+        env = os.environ if environ is None else environ
+        accelerator = parse_backend_name("ACCELHAL_ACCELERATOR", env.get("ACCELHAL_ACCELERATOR"))
+        variable: str | None = "ACCELHAL_ACCELERATOR"
+        if accelerator is None:
+            accelerator = parse_backend_name("DS_ACCELERATOR", env.get("DS_ACCELERATOR"))
+            variable = "DS_ACCELERATOR"
+        return cls(
+            accelerator=accelerator,
+            accelerator_variable=variable if accelerator else None,
+            disable_plugin_autoload=parse_bool(
+                "ACCELHAL_DISABLE_PLUGIN_AUTOLOAD", env.get("ACCELHAL_DISABLE_PLUGIN_AUTOLOAD")
+            ),
+            plugins=parse_name_list("ACCELHAL_PLUGINS", env.get("ACCELHAL_PLUGINS")),
+            block_plugins=parse_name_list("ACCELHAL_BLOCK_PLUGINS", env.get("ACCELHAL_BLOCK_PLUGINS")) or (),
+            strict=parse_bool("ACCELHAL_STRICT", env.get("ACCELHAL_STRICT")),
+        )
+
+
+RELEVANT_VARIABLES: tuple[str, ...]
+"""Variables copied into every detection report (plus each backend's visible-devices variables).
+
+Not ``HOME``: it decides nothing a report explains, and names the user in reports pasted into issues.
+"""
+
+
+def __getattr__(name: str) -> tuple[Any, ...]:
+    """:data:`VARIABLES`, :data:`ALL_VARIABLES` and :data:`RELEVANT_VARIABLES`, built on first access."""
+    if name not in ("VARIABLES", "ALL_VARIABLES", "RELEVANT_VARIABLES"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    table = _table()
+    every = tuple(v.name for v in table)
+    globals().update(VARIABLES=table, ALL_VARIABLES=every, RELEVANT_VARIABLES=tuple(n for n in every if n != "HOME"))
+    value: tuple[Any, ...] = globals()[name]
+    return value
+
+
+MAX_SECONDS = 1_000_000.0
+"""The longest wait accelhal takes, in seconds, about 11.6 days.
+
+A longer one would overflow the clocks, ``timedelta`` and C ints beneath the calls that wait, an ``OverflowError``
+from a thread, a timer or torch."""
+
+SECONDS_SYNTAX = f"a positive number of seconds up to {MAX_SECONDS:.0f}"
+"""What a number of seconds must be, in the words of every message that refuses one."""
+
+
+def seconds(raw: str) -> float | None:
+    """``raw`` as a number of seconds, above 0 and at most :data:`MAX_SECONDS`; None where it is not one.
+
+    >>> seconds("2.5"), seconds("0"), seconds("1e300"), seconds("nan")
+    (2.5, None, None, None)
+    """
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if 0 < value <= MAX_SECONDS else None
+
+
+def parse_seconds(variable: str, raw: str | None, default: float) -> float:
+    """Parse ``variable``'s value ``raw`` as :func:`seconds` does; unset or blank is ``default``.
+
+    Raises:
+        ConfigurationError: naming ``variable``, where ``raw`` is not :data:`SECONDS_SYNTAX`.
+    """
+    if raw is None or not raw.strip():
+        return default
+    value = seconds(raw)
+    if value is None:
+        raise _bad_value(
+            f"{variable}={quote(raw)} is not {SECONDS_SYNTAX} (for example 600)",
+            variable=variable,
+            value=raw,
+        )
+    return value
+
+
+DIST_TIMEOUT_SECONDS = 600.0
+"""``ACCELHAL_DIST_TIMEOUT`` when unset: torch's NCCL default, a third of its gloo default."""
+
+
+def dist_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """``ACCELHAL_DIST_TIMEOUT`` in seconds: the default timeout of ``accelhal.distributed.init_process_group``.
+
+    >>> dist_timeout({}), dist_timeout({"ACCELHAL_DIST_TIMEOUT": "30"})
+    (600.0, 30.0)
+    """
+    env = os.environ if environ is None else environ
+    return parse_seconds("ACCELHAL_DIST_TIMEOUT", env.get("ACCELHAL_DIST_TIMEOUT"), DIST_TIMEOUT_SECONDS)
+
+
+def cache_home(environ: Mapping[str, str] | None = None) -> str:
+    """The base of accelhal's caches: ``XDG_CACHE_HOME``, else ``~/.cache``.
+
+    A relative or blank ``XDG_CACHE_HOME`` is ignored, as the XDG Base Directory
+    specification says. The answer is relative only when the home directory is unknown.
+
+    >>> cache_home({"XDG_CACHE_HOME": "/var/cache/me"}), cache_home({"XDG_CACHE_HOME": "rel"}) == cache_home({})
+    ('/var/cache/me', True)
+    """
+    env = os.environ if environ is None else environ
+    raw = (env.get("XDG_CACHE_HOME") or "").strip()
+    return raw if os.path.isabs(raw) else os.path.join(os.path.expanduser("~"), ".cache")
+
+
+@record(frozen=True)
+class OpsSettings:
+    """The op builders' variables (``ACCELHAL_OPS_*``), read when an op is built, not at selection."""
+
+    cache: str
+    """The root directory of the JIT build cache."""
+    lock_timeout: float = 1800.0
+    lock_stale: float = 120.0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> OpsSettings:
+        """Read and validate the ``ACCELHAL_OPS_*`` variables from ``environ`` (``os.environ`` by default).
+
+        >>> OpsSettings.from_environ({"ACCELHAL_OPS_CACHE": "/tmp/ops"}).cache
+        '/tmp/ops'
+        """
+        env = os.environ if environ is None else environ
+        cache = (env.get("ACCELHAL_OPS_CACHE") or "").strip()
+        if not cache:
+            cache = os.path.join(cache_home(env), "accelhal", "ops")
+        return cls(
+            cache=os.path.abspath(os.path.expanduser(cache)),
+            lock_timeout=parse_seconds("ACCELHAL_OPS_LOCK_TIMEOUT", env.get("ACCELHAL_OPS_LOCK_TIMEOUT"), 1800.0),
+            lock_stale=parse_seconds("ACCELHAL_OPS_LOCK_STALE", env.get("ACCELHAL_OPS_LOCK_STALE"), 120.0),
+        )

@@ -1,0 +1,310 @@
+"""``import torch``, once per process: a torch that cannot load is one recorded fact.
+
+A failed ``import torch`` leaves torch half-initialised (``torch._C`` stays loaded), and
+importing it again re-runs that initialisation: the second attempt fails with an
+unrelated ``Only a single TORCH_LIBRARY can be used to register the namespace triton``
+and the third makes the interpreter crash at exit. So accelhal imports torch once,
+through :func:`attempt`, and keeps what happened:
+
+- the exception's first line and that of its cause (``ImportError: libhccl.so: cannot
+  open shared object file: No such file or directory``);
+- when torch's own backend autoload was the culprit (a ``torch.backends`` entry point
+  of a vendor distribution that fails to load), which entry point, of which
+  distribution, and its error;
+- what the import wrote to standard output (it goes to standard error, see
+  :mod:`accelhal.process.vendor_output`).
+
+After a failure, any later ``import torch`` in the process (accelhal's, a plugin's, the
+program's) raises :class:`ImportError` at once with the recorded error instead of
+initialising torch again. A failure that happened before accelhal tried (the program
+caught it) is recognised and not retried either.
+
+Every backend that requires torch gets the verdict of :func:`diagnose`; its fixes come
+in order: make the vendor runtime loadable (the backend's own hint), or turn torch's
+autoload off, or uninstall the vendor package.
+
+Example::
+
+    >>> from accelhal.process import torch_import
+    >>> torch_import.attempt().loaded      # where torch works
+    True
+"""
+
+from __future__ import annotations
+
+import importlib.metadata as metadata
+import os
+import re
+import sys
+import threading
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+from accelhal.plain_record import field, record
+from accelhal.process import watchdog
+from accelhal.process.vendor_output import stdout_to_stderr
+from accelhal.text import sentence
+
+IMPORT_SECONDS = 60.0
+"""The least time the ``accelhal`` command allows ``import torch`` whatever its ``--timeout`` (a slow disk)."""
+AUTOLOAD_VARIABLE = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+"""torch's switch for loading the ``torch.backends`` entry points during ``import torch``."""
+
+_AUTOLOAD_FUNCTION = "_import_device_backends"
+"""The function of ``torch/__init__.py`` that loads the entry points (its frame names the culprit)."""
+_AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "
+"""torch's message naming the failed entry point (compiled by :mod:`re` on first use: only a failure needs it)."""
+
+
+def first_line(exc: BaseException) -> str:
+    """``"Type: first line of the message"`` (just ``"Type"`` for an empty message)."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+@record(frozen=True)
+class AutoloadFailure:
+    """The ``torch.backends`` entry point whose loading made ``import torch`` fail."""
+
+    entry_point: str
+    """Its name (``"torch_npu"``)."""
+    value: str
+    """What it points at (``"torch_npu:_autoload"``)."""
+    distribution: str
+    """The distribution that declares it (``"torch_npu"``), ``"?"`` when unknown."""
+    version: str
+    error: str
+    """Its own error, first line (``"ImportError: libhccl.so: cannot open shared object file: ..."``)."""
+
+    @property
+    def module(self) -> str:
+        """The top-level module the entry point imports (``"torch_npu"``)."""
+        return self.value.partition(":")[0].partition(".")[0].strip()
+
+
+@record(frozen=True)
+class TorchImport:
+    """How ``import torch`` went in this process."""
+
+    error: str | None = None
+    """``None`` when torch loaded; else the exception's first line."""
+    cause: str | None = None
+    """The first line of the exception's cause, when it has one."""
+    autoload: AutoloadFailure | None = None
+    """The entry point that failed, when torch's backend autoload was the culprit."""
+    output: str = ""
+    """What the import wrote to standard output (sent to standard error instead)."""
+    earlier: bool = False
+    """True when the failed import happened before accelhal tried (it was not repeated)."""
+    warning: str | None = None
+    """The warning category raised as an error (``"UserWarning"``) when the process turns warnings into errors."""
+
+    @property
+    def loaded(self) -> bool:
+        """True when torch is importable in this process."""
+        return self.error is None
+
+
+@record(frozen=True)
+class TorchDiagnosis:
+    """:class:`TorchImport` with what it means for the backends: a reason and the fixes, in order."""
+
+    loaded: bool
+    error: str | None
+    cause: str | None
+    autoload: AutoloadFailure | None
+    output: str
+    reason: str | None
+    """The verdict reason every backend requiring torch gets; ``None`` when torch loaded."""
+    fixes: list[str] = field(default_factory=list)
+    """What to do, best first, each a sentence; empty when torch loaded."""
+
+    @property
+    def hint(self) -> str | None:
+        """The fixes as one hint."""
+        return " ".join(self.fixes) or None
+
+
+_lock = threading.Lock()
+_result: list[TorchImport] = []
+
+
+class _RefuseTorch:
+    """A ``sys.meta_path`` finder that answers every later ``import torch`` with the recorded error."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        """Raise :class:`ImportError` for torch and its submodules; leave every other import alone."""
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError(self.message, name=name)
+
+
+def attempt() -> TorchImport:
+    """Import torch unless that was already tried in this process; what happened (cached)."""
+    if _result:
+        return _result[0]
+    with _lock:
+        if not _result:
+            _result.append(_import())
+        return _result[0]
+
+
+def attempted() -> bool:
+    """True once :func:`attempt` has run (it is never repeated)."""
+    return bool(_result)
+
+
+def _import() -> TorchImport:
+    if "torch" in sys.modules:
+        return TorchImport()
+    if "torch._C" in sys.modules:  # an earlier import failed half-way; a retry would re-run it
+        found = TorchImport(
+            error="ImportError: 'import torch' failed earlier in this process, before accelhal imported it",
+            earlier=True,
+        )
+        _refuse_later_imports(found)
+        return found
+    autoload_before = os.environ.get(AUTOLOAD_VARIABLE)
+    with stdout_to_stderr() as captured:
+        try:
+            with watchdog.step("import", "", call="import torch", floor=IMPORT_SECONDS):  # autoload runs vendor code
+                import torch  # noqa: F401
+        except (Exception, SystemExit) as exc:
+            failure: BaseException | None = exc
+        else:
+            failure = None
+    if failure is None:
+        return TorchImport(output=captured.text)
+    _restore(AUTOLOAD_VARIABLE, autoload_before)  # a vendor package may have changed it and failed before undoing it
+    cause = failure.__cause__ or failure.__context__
+    found = TorchImport(
+        error=first_line(failure),
+        cause=first_line(cause) if cause is not None else None,
+        autoload=_autoload_culprit(failure),
+        output=captured.text,
+        warning=type(failure).__name__ if isinstance(failure, Warning) else None,
+    )
+    _refuse_later_imports(found)
+    return found
+
+
+def _restore(variable: str, value: str | None) -> None:
+    if os.environ.get(variable) == value:
+        return
+    if value is None:
+        os.environ.pop(variable, None)
+    else:
+        os.environ[variable] = value
+
+
+def _refuse_later_imports(found: TorchImport) -> None:
+    detail = f"{found.error}" + (f", caused by {found.cause}" if found.cause else "")
+    message = (
+        f"torch cannot be imported in this process: 'import torch' failed ({detail}); importing it again would "
+        "re-run torch's initialisation, which crashes the interpreter. 'accelhal doctor' says how to fix it"
+    )
+    sys.meta_path.insert(0, _RefuseTorch(message))
+
+
+def _autoload_culprit(failure: BaseException) -> AutoloadFailure | None:
+    """The ``torch.backends`` entry point that was loading when ``failure`` was raised, if any."""
+    entry_point = _entry_point_in_frames(failure.__traceback__)
+    if entry_point is None:
+        match = re.search(_AUTOLOAD_MESSAGE, str(failure))
+        if match is None:
+            return None
+        named = [ep for ep in metadata.entry_points(group="torch.backends") if ep.name == match["name"]]
+        if not named:
+            return None
+        entry_point = named[0]
+    cause = failure.__cause__ or failure.__context__
+    dist = getattr(entry_point, "dist", None)
+    return AutoloadFailure(
+        entry_point=str(entry_point.name),
+        value=str(entry_point.value),
+        distribution=str(dist.metadata["Name"]) if dist is not None else "?",
+        version=str(dist.version) if dist is not None else "?",
+        error=first_line(cause) if cause is not None else first_line(failure),
+    )
+
+
+def _entry_point_in_frames(tb: TracebackType | None) -> Any:
+    """The ``backend_extension`` local of torch's autoload loop, found in the traceback."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == _AUTOLOAD_FUNCTION:
+            candidate = frame.f_locals.get("backend_extension")
+            if isinstance(candidate, metadata.EntryPoint):
+                return candidate
+        tb = tb.tb_next
+    return None
+
+
+def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
+    """What :func:`attempt` found, with the verdict reason and the fixes.
+
+    ``runtime_hints`` maps a vendor package's top-level module to its backend's hint on
+    making the runtime loadable (:attr:`accelhal.BackendSpec.hint`); the first fix for a
+    failing autoload entry point is that hint.
+    """
+    found = attempt()
+    if found.loaded:
+        return TorchDiagnosis(True, None, None, None, found.output, None)
+    return TorchDiagnosis(
+        loaded=False,
+        error=found.error,
+        cause=found.cause,
+        autoload=found.autoload,
+        output=found.output,
+        reason=_reason(found),
+        fixes=_fixes(found, runtime_hints or {}),
+    )
+
+
+def _reason(found: TorchImport) -> str:
+    culprit = found.autoload
+    if culprit is not None:
+        return sentence(
+            f"torch itself cannot load: 'import torch' runs torch's backend autoload, and the torch.backends "
+            f"entry point {culprit.entry_point!r} ({culprit.value}) of {culprit.distribution} {culprit.version} "
+            f"fails: {culprit.error}"
+        )
+    if found.earlier:
+        return sentence(f"torch itself cannot load: {found.error}")
+    caused = f", caused by {found.cause}" if found.cause else ""
+    return sentence(f"torch itself cannot load: 'import torch' fails with {found.error}{caused}")
+
+
+def _fixes(found: TorchImport, runtime_hints: Mapping[str, str]) -> list[str]:
+    culprit = found.autoload
+    if culprit is None:
+        if found.earlier:
+            return ["Run 'accelhal doctor' in a fresh process: it says why 'import torch' fails and how to fix it."]
+        if found.warning:
+            return [
+                f"'import torch' warned, and this process turns warnings into errors (python -W error or "
+                f"PYTHONWARNINGS): let that {found.warning} through (add -W 'default::{found.warning}' after "
+                "-W error) or remove what it warns of."
+            ]
+        return [
+            "Repair torch in this environment (pip install --force-reinstall torch): accelhal and every backend "
+            "need a torch that imports."
+        ]
+    package = culprit.distribution if culprit.distribution != "?" else culprit.module
+    runtime = runtime_hints.get(culprit.module)
+    make_loadable = (
+        f"Make {package} loadable: {runtime}"
+        if runtime
+        else f"Make {package} loadable: repair its installation so that 'import {culprit.module}' works"
+    )
+    return [
+        sentence(make_loadable),
+        sentence(
+            f"Or set {AUTOLOAD_VARIABLE}=0 so that 'import torch' skips {package}'s entry point; accelhal then "
+            f"probes {package} itself and uses another backend while it cannot load"
+        ),
+        sentence(f"Or uninstall it: pip uninstall {package}"),
+    ]
