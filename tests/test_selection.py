@@ -13,6 +13,7 @@ import pytest
 import accelhal
 from accelhal import selection
 from accelhal.contract.spec import Status
+from accelhal.selection.messages import fallback_warning
 from tests import warm
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
@@ -43,7 +44,7 @@ def test_the_concepts_page_quotes_the_warning_as_it_is() -> None:
 
 def test_the_plugin_guide_says_the_warning_counts_plugin_problems_and_the_debug_log_names_them() -> None:
     page = " ".join((Path(__file__).parent.parent / "docs" / "plugins.md").read_text().split())
-    counted = selection._fallback_warning(2).split("says why; ")[1].rstrip(")")
+    counted = fallback_warning(2).split("says why; ")[1].rstrip(")")
     said = f"counts the problems in its one-line warning (`{counted}`) and names each in the `accelhal` logger's DEBUG"
     assert said in page
 
@@ -250,7 +251,9 @@ def test_64_threads_racing_the_first_call_build_one_accelerator(monkeypatch: pyt
 
     calls = {"discover": 0, "probe": 0}
     real_discover = plugins.discover
-    real_probe = selection._run_probe
+    from accelhal.selection import cascade
+
+    real_probe = cascade.probe_candidate
 
     def counting_discover(*args: object, **kwargs: object) -> plugins.Registry:
         calls["discover"] += 1
@@ -261,7 +264,7 @@ def test_64_threads_racing_the_first_call_build_one_accelerator(monkeypatch: pyt
         return real_probe(registration)  # type: ignore[arg-type]
 
     monkeypatch.setattr(plugins, "discover", counting_discover)
-    monkeypatch.setattr(selection, "_run_probe", counting_probe)
+    monkeypatch.setattr(cascade, "probe_candidate", counting_probe)
     barrier = threading.Barrier(64)
     results: list[object] = []
 

@@ -39,7 +39,7 @@ def test_on_cpu(accelerator):
 
 def test_fixture_restores_nothing_selected():
     from accelhal import selection
-    assert selection._active is None
+    assert selection.snapshot().accelerator is None
 
 class TestPinned:
     backend = "cpu"
@@ -79,21 +79,22 @@ def test_unknown_backend_option_names_the_backend(tmp_path: Path) -> None:
 
 
 def test_use_accelerator_restores_nothing_selected() -> None:
-    assert selection._active is None and selection._decision is None
+    assert selection.snapshot() == selection.ActiveSelection(None, None)
     with use_accelerator("cpu") as acc:
         assert accelhal.get_accelerator() is acc
         assert accelhal.detect().rule == "set_accelerator"
-    assert selection._active is None and selection._decision is None
+    assert selection.snapshot() == selection.ActiveSelection(None, None)
 
 
 def test_use_accelerator_restores_the_previous_accelerator_and_decision() -> None:
     previous = accelhal.get_accelerator()
-    decision = selection._decision
+    decision = selection.snapshot().decision
     other = CpuAccelerator()
     with pytest.raises(RuntimeError), use_accelerator(other) as acc:
         assert acc is other and accelhal.get_accelerator() is other
         raise RuntimeError("the block failed")
-    assert selection._active is previous and selection._decision is decision
+    state = selection.snapshot()
+    assert state.accelerator is previous and state.decision is decision
 
 
 def test_importing_the_plugin_is_cheap() -> None:

@@ -28,11 +28,12 @@ CONTEXT_QUERY = "is_initialized"
 def probe(name: str) -> dict[str, Any]:
     """Probe ``name`` and say whether a device context was created."""
     from accelhal import selection
+    from accelhal.selection.candidates import probe_verdict
 
     registration = selection.registry().backends.get(name)
     if registration is None:
         return {"registered": False}
-    verdict = selection._probe_verdict(registration.spec.requires, registration.spec.probe)
+    verdict = probe_verdict(registration.spec.requires, registration.spec.probe)
     accelerator = registration.spec.load_class()()
     module = getattr(accelerator, "module", None)
     is_initialized = getattr(module, CONTEXT_QUERY, None)

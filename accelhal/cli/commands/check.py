@@ -133,7 +133,9 @@ def resolve_backend(name: str | None) -> str:
     resolved as selection resolves it (or its error, saying why none is left to it).
     """
     from accelhal.errors import BackendUnavailableError
-    from accelhal.selection import GENERIC_ALIAS, get_accelerator, registry, resolve_generic, unregistered_error
+    from accelhal.selection import get_accelerator, registry
+    from accelhal.selection.forced import unregistered_error
+    from accelhal.selection.generic import GENERIC_ALIAS, resolve_generic
     from accelhal.testing.switching import use_accelerator
 
     if name is None:

@@ -10,7 +10,7 @@ line on stderr and exit status 2; otherwise the status is 1 when selection faile
 for a plugin failure of this backend what ``accelhal doctor`` says to do.
 
 ``generic``, where no backend has that name, is resolved as selection resolves it
-(:func:`accelhal.selection.generic_backend`): the backend of the device ``torch.accelerator``
+(:func:`accelhal.selection.generic.generic_backend`): the backend of the device ``torch.accelerator``
 reports is explained, its summary saying that ``generic`` stands for it; where none is left
 to the generic backend, the outcome and summary say why (no accelerator: no device; another
 backend serves it: replaced; the plugin blocked or failed; torch cannot load, or is too old: broken;
@@ -60,7 +60,7 @@ _GENERIC_OUTCOMES: dict[str, Outcome] = {
     "claimed": Outcome.REPLACED,
     "undiscovered": Outcome.NOT_PROBED,
 }
-"""Why ``generic`` stands for no backend (:attr:`accelhal.selection.NoGenericBackend.cause`) -> the outcome."""
+"""Why ``generic`` stands for no backend (:attr:`accelhal.selection.generic.NoGenericBackend.cause`) -> the outcome."""
 
 GENERIC_MEANING = (
     "'generic' stands for the backend the generic plugin registers for the device torch.accelerator reports"
@@ -222,13 +222,13 @@ def explain(name: str | None, report: DetectionReport, registry: Registry) -> Ex
 
 
 def _explain(name: str | None, report: DetectionReport, registry: Registry) -> ExplainOutput:
-    from accelhal.selection import known_names
+    from accelhal.selection.forced import known_names
 
     known = known_names(registry)
     if name is None or name == report.chosen:
         return _explain_active(report, known)
     if name not in registry.backends:
-        from accelhal.selection import GENERIC_ALIAS
+        from accelhal.selection.generic import GENERIC_ALIAS
 
         if name == GENERIC_ALIAS:
             return _explain_generic(report, registry, known)
@@ -259,7 +259,7 @@ def _explain(name: str | None, report: DetectionReport, registry: Registry) -> E
 
 def _explain_generic(report: DetectionReport, registry: Registry, known: list[str]) -> ExplainOutput:
     """``generic``, no backend's name: the backend it stands for, as selection resolves it, or why there is none."""
-    from accelhal.selection import GENERIC_ALIAS, NoGenericBackend, generic_backend
+    from accelhal.selection.generic import GENERIC_ALIAS, NoGenericBackend, generic_backend
 
     found = generic_backend(registry, "accelhal explain")
     if isinstance(found, NoGenericBackend):

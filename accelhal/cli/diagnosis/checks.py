@@ -365,7 +365,8 @@ def _check_selection(ctx: Context) -> None:
             )
         )
     elif forced is not None:
-        from accelhal.selection import known_names, registry
+        from accelhal.selection import registry
+        from accelhal.selection.forced import known_names
 
         variable = ctx.settings.accelerator_variable
         known = known_names(registry())

@@ -90,11 +90,11 @@ def failure_line(failure: FailureReport, report: DetectionReport) -> str:
 def plugin_problems(report: DetectionReport) -> list[FailureReport]:
     """Every plugin problem of the selection: its failures, then each backend whose probe raised or is broken.
 
-    A backend of :data:`~accelhal.selection.FAILING` is a failure of stage ``probe``, as strict mode
+    A backend of :data:`~accelhal.selection.cascade.FAILING` is a failure of stage ``probe``, as strict mode
     raises it; ``accelhal doctor`` reports the same backends as ``backend-broken``. A torch that
     cannot load, which makes every backend ``broken``, is no plugin's problem (``torch`` says why).
     """
-    from accelhal.selection import FAILING
+    from accelhal.selection.cascade import FAILING
 
     torch_reason = report.torch.reason if report.torch is not None else None
     failing = [
