@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from types import TracebackType
 
 from accelhal.errors import BuildLockTimeoutError
+from accelhal.process.settings import SECONDS_DEFAULTS
 
 logger = logging.getLogger("accelhal.ops")
 
@@ -141,7 +142,14 @@ class BuildLock:
         poll: seconds between attempts while waiting.
     """
 
-    def __init__(self, path: str, *, timeout: float = 1800.0, stale_after: float = 120.0, poll: float = 0.1) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        timeout: float = SECONDS_DEFAULTS["ACCELHAL_OPS_LOCK_TIMEOUT"],
+        stale_after: float = SECONDS_DEFAULTS["ACCELHAL_OPS_LOCK_STALE"],
+        poll: float = 0.1,
+    ) -> None:
         self.path = path
         self.timeout = timeout
         self.stale_after = stale_after

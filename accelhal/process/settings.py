@@ -39,6 +39,36 @@ class Variable:
     help: str
 
 
+SECONDS_DEFAULTS: dict[str, float] = {
+    "ACCELHAL_TIMEOUT": 60.0,
+    "ACCELHAL_DOCTOR_TIMEOUT": 60.0,
+    "ACCELHAL_SLOW_PLUGIN_SECONDS": 2.0,
+    "ACCELHAL_HANG_WARNING_SECONDS": 30.0,
+    "ACCELHAL_OPS_LOCK_TIMEOUT": 1800.0,
+    "ACCELHAL_OPS_LOCK_STALE": 120.0,
+    "ACCELHAL_DIST_TIMEOUT": 600.0,
+}
+"""The default of every variable that takes a number of seconds; no other place writes these numbers."""
+
+
+def _seconds_text(variable: str) -> str:
+    """The default of a seconds variable as :data:`VARIABLES` shows it (``"60"``)."""
+    return f"{SECONDS_DEFAULTS[variable]:g}"
+
+
+def read_seconds(variable: str, environ: Mapping[str, str] | None = None) -> float:
+    """The seconds ``variable`` (a key of :data:`SECONDS_DEFAULTS`) is set to in ``environ``, else its default.
+
+    Raises:
+        ConfigurationError: naming the variable, where its value is not :data:`SECONDS_SYNTAX`.
+
+    >>> read_seconds("ACCELHAL_TIMEOUT", {}), read_seconds("ACCELHAL_TIMEOUT", {"ACCELHAL_TIMEOUT": "5"})
+    (60.0, 5.0)
+    """
+    env = os.environ if environ is None else environ
+    return parse_seconds(variable, env.get(variable), SECONDS_DEFAULTS[variable])
+
+
 def _table() -> tuple[Variable, ...]:
     """:data:`VARIABLES`, built when first read: the first ``get_accelerator()`` does not need it."""
     from accelhal.launch.known_launchers import LAUNCHER_VARIABLES
@@ -90,21 +120,21 @@ def _table() -> tuple[Variable, ...]:
         Variable(
             "ACCELHAL_DOCTOR_TIMEOUT",
             "seconds",
-            "60",
+            _seconds_text("ACCELHAL_DOCTOR_TIMEOUT"),
             "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
             "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
         ),
         Variable(
             "ACCELHAL_SLOW_PLUGIN_SECONDS",
             "seconds",
-            "2",
+            _seconds_text("ACCELHAL_SLOW_PLUGIN_SECONDS"),
             "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
             "probe takes longer than this (measured in doctor's child process, after import torch).",
         ),
         Variable(
             "ACCELHAL_TIMEOUT",
             "seconds",
-            "60",
+            _seconds_text("ACCELHAL_TIMEOUT"),
             "The default of every accelhal command's timeout option: the longest a call into a device's runtime (a "
             "plugin's import, a probe, a construction, a device query) may take before the command calls it hung, "
             "prints where it is stuck and goes on without it. accelhal doctor's discovery child uses it too, unless "
@@ -113,7 +143,7 @@ def _table() -> tuple[Variable, ...]:
         Variable(
             "ACCELHAL_HANG_WARNING_SECONDS",
             "seconds",
-            "30",
+            _seconds_text("ACCELHAL_HANG_WARNING_SECONDS"),
             "In a program, a plugin's import, a probe or a construction that has run this long during selection is "
             "logged once (a warning on the 'accelhal' logger naming the backend, the call and the variable that skips "
             "it); the call goes on.",
@@ -143,21 +173,21 @@ def _table() -> tuple[Variable, ...]:
         Variable(
             "ACCELHAL_OPS_LOCK_TIMEOUT",
             "seconds",
-            "1800",
+            _seconds_text("ACCELHAL_OPS_LOCK_TIMEOUT"),
             "The longest a process waits for another process's build of the same op before raising "
             "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
         ),
         Variable(
             "ACCELHAL_OPS_LOCK_STALE",
             "seconds",
-            "120",
+            _seconds_text("ACCELHAL_OPS_LOCK_STALE"),
             "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
             "stale and broken: this is how a build killed on another host sharing the cache is detected.",
         ),
         Variable(
             "ACCELHAL_DIST_TIMEOUT",
             "seconds",
-            "600",
+            _seconds_text("ACCELHAL_DIST_TIMEOUT"),
             "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
             "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
             "minutes on gloo). A rank that dies makes the others fail within it.",
@@ -481,18 +511,13 @@ def parse_seconds(variable: str, raw: str | None, default: float) -> float:
     return value
 
 
-DIST_TIMEOUT_SECONDS = 600.0
-"""``ACCELHAL_DIST_TIMEOUT`` when unset: torch's NCCL default, a third of its gloo default."""
-
-
 def dist_timeout(environ: Mapping[str, str] | None = None) -> float:
     """``ACCELHAL_DIST_TIMEOUT`` in seconds: the default timeout of ``accelhal.distributed.init_process_group``.
 
     >>> dist_timeout({}), dist_timeout({"ACCELHAL_DIST_TIMEOUT": "30"})
     (600.0, 30.0)
     """
-    env = os.environ if environ is None else environ
-    return parse_seconds("ACCELHAL_DIST_TIMEOUT", env.get("ACCELHAL_DIST_TIMEOUT"), DIST_TIMEOUT_SECONDS)
+    return read_seconds("ACCELHAL_DIST_TIMEOUT", environ)
 
 
 def cache_home(environ: Mapping[str, str] | None = None) -> str:
@@ -515,8 +540,8 @@ class OpsSettings:
 
     cache: str
     """The root directory of the JIT build cache."""
-    lock_timeout: float = 1800.0
-    lock_stale: float = 120.0
+    lock_timeout: float = SECONDS_DEFAULTS["ACCELHAL_OPS_LOCK_TIMEOUT"]
+    lock_stale: float = SECONDS_DEFAULTS["ACCELHAL_OPS_LOCK_STALE"]
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> OpsSettings:
@@ -531,6 +556,6 @@ class OpsSettings:
             cache = os.path.join(cache_home(env), "accelhal", "ops")
         return cls(
             cache=os.path.abspath(os.path.expanduser(cache)),
-            lock_timeout=parse_seconds("ACCELHAL_OPS_LOCK_TIMEOUT", env.get("ACCELHAL_OPS_LOCK_TIMEOUT"), 1800.0),
-            lock_stale=parse_seconds("ACCELHAL_OPS_LOCK_STALE", env.get("ACCELHAL_OPS_LOCK_STALE"), 120.0),
+            lock_timeout=read_seconds("ACCELHAL_OPS_LOCK_TIMEOUT", env),
+            lock_stale=read_seconds("ACCELHAL_OPS_LOCK_STALE", env),
         )

@@ -8,8 +8,8 @@ and of its end (the ``accelhal`` command bounds steps so, in ``accelhal.cli.supe
 
 A program's selection can hang in a driver that never answers. A daemon thread, started by
 the first :func:`region` of a selection, logs one warning on the ``accelhal`` logger when a
-step has run for ``ACCELHAL_HANG_WARNING_SECONDS`` (30 s by default): the backend, the
-step, the function it is in, and the variable that skips the backend. It only logs: the
+step has run for ``ACCELHAL_HANG_WARNING_SECONDS``: the backend, the step, the function it
+is in, and the variable that skips the backend. It only logs: the
 step goes on, and its result is the same. A step costs two attribute writes; the thread
 sleeps until the first step could be late, and ends at its first wake-up after the last
 region ended (a later selection starts another). A call that holds the GIL (a C function
@@ -37,8 +37,6 @@ from typing import TypeVar
 _T = TypeVar("_T")
 
 HANG_WARNING_VARIABLE = "ACCELHAL_HANG_WARNING_SECONDS"
-HANG_WARNING_SECONDS = 30.0
-"""Seconds a step may run before the watchdog logs it, when ``ACCELHAL_HANG_WARNING_SECONDS`` is unset."""
 
 logger = logging.getLogger("accelhal")
 
@@ -170,13 +168,14 @@ def where(step: Step) -> str:
 
 
 def _delay() -> float:
-    from accelhal.process.settings import parse_seconds
+    from accelhal.process.settings import SECONDS_DEFAULTS, read_seconds
 
     try:
-        return parse_seconds(HANG_WARNING_VARIABLE, os.environ.get(HANG_WARNING_VARIABLE), HANG_WARNING_SECONDS)
+        return read_seconds(HANG_WARNING_VARIABLE)
     except Exception as exc:  # ConfigurationError, imported only for a bad value
-        logger.warning("accelhal: %s; the watchdog uses %g s", exc, HANG_WARNING_SECONDS)
-        return HANG_WARNING_SECONDS
+        default = SECONDS_DEFAULTS[HANG_WARNING_VARIABLE]
+        logger.warning("accelhal: %s; the watchdog uses %g s", exc, default)
+        return default
 
 
 def _start() -> None:

@@ -50,7 +50,7 @@ from accelhal.cli.supervision import faults
 from accelhal.contract.spec import Status
 from accelhal.errors import ConfigurationError
 from accelhal.process import torch_import
-from accelhal.process.settings import Settings, parse_backend_name, parse_seconds
+from accelhal.process.settings import SECONDS_DEFAULTS, Settings, parse_backend_name, parse_seconds
 from accelhal.report import DetectionReport
 from accelhal.text import quote, sentence
 
@@ -62,9 +62,9 @@ OVERRIDE_RULES = frozenset({"ACCELHAL_ACCELERATOR", "DS_ACCELERATOR", "set_accel
 
 _AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 _BLOCK = "ACCELHAL_BLOCK_PLUGINS"
-DOCTOR_TIMEOUT = 60.0
+DOCTOR_TIMEOUT = SECONDS_DEFAULTS["ACCELHAL_DOCTOR_TIMEOUT"]
 """Default of ``ACCELHAL_DOCTOR_TIMEOUT``: seconds one plugin step may take in the discovery child."""
-SLOW_PLUGIN_SECONDS = 2.0
+SLOW_PLUGIN_SECONDS = SECONDS_DEFAULTS["ACCELHAL_SLOW_PLUGIN_SECONDS"]
 """Default of ``ACCELHAL_SLOW_PLUGIN_SECONDS``: a plugin import or probe slower than this is a warning."""
 
 

@@ -56,9 +56,10 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from accelhal.process import child_processes, watchdog
+from accelhal.process.settings import SECONDS_DEFAULTS
 
 TIMEOUT_VARIABLE = "ACCELHAL_TIMEOUT"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = SECONDS_DEFAULTS[TIMEOUT_VARIABLE]
 """Seconds a step may run when neither ``--timeout`` nor :data:`TIMEOUT_VARIABLE` says otherwise."""
 MAX_ATTEMPTS = 8
 """Workers started at most (each after one more call hung)."""
@@ -164,11 +165,11 @@ class _StoppedError(Exception):
 
 def resolve_timeout(given: float | None, environ: dict[str, str] | os._Environ[str]) -> float:
     """``--timeout``, else :data:`TIMEOUT_VARIABLE`, else :data:`DEFAULT_TIMEOUT` (raises for a bad variable)."""
-    from accelhal.process.settings import parse_seconds
+    from accelhal.process.settings import read_seconds
 
     if given is not None:
         return given
-    return parse_seconds(TIMEOUT_VARIABLE, environ.get(TIMEOUT_VARIABLE), DEFAULT_TIMEOUT)
+    return read_seconds(TIMEOUT_VARIABLE, environ)
 
 
 def supervise(run: Callable[[], int], command: str, timeout: float, json_output: bool) -> int:
