@@ -19,6 +19,10 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from accelhal.discovery.records import FailureStage
 
 from accelhal.text import hint_sentence, quote, sentence
 
@@ -108,7 +112,7 @@ class PluginError(AccelhalError):
     plugin is skipped.
     """
 
-    def __init__(self, plugin: str, stage: str, detail: str, *, hint: str | None = None) -> None:
+    def __init__(self, plugin: str, stage: FailureStage, detail: str, *, hint: str | None = None) -> None:
         super().__init__(f"{plugin_failure(plugin, stage)}: {detail}" + (f". {hint_sentence(hint)}" if hint else ""))
         self.plugin = plugin
         self.stage = stage

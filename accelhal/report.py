@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from accelhal._version import __version__
 from accelhal.contract.spec import CONTRACT_VERSION, Status
 
+from accelhal.discovery.records import DecisionRule, FailureStage, PluginState
 if TYPE_CHECKING:
     from accelhal.contract.accelerator import Accelerator
     from accelhal.discovery.records import Decision
@@ -58,7 +59,7 @@ class PluginReport(_Model):
     distribution: str
     distribution_version: str
     builtin: bool
-    state: str = Field(description="loaded, blocked, not-allowed, autoload-disabled, deferred or failed")
+    state: PluginState = Field(description="what became of the entry point")
     detail: str
     import_seconds: float | None = Field(
         None, description="wall time of importing the plugin and calling its hook; null when not imported"
@@ -70,7 +71,7 @@ class FailureReport(_Model):
     """A plugin problem that was reported and skipped."""
 
     plugin: str
-    stage: str = Field(description="import, register, validate, conflict, probe, instantiate or op-builders")
+    stage: FailureStage = Field(description="the step of the plugin that failed")
     detail: str
     backend: str | None = None
     hint: str | None = Field(default=None, description="what to do, where it is more than repairing or blocking it")
@@ -104,7 +105,7 @@ class DetectionReport(_Model):
     """Why the active backend was chosen, and what every other candidate said."""
 
     chosen: str | None = Field(description="the active backend, or null when selection failed")
-    rule: str = Field(description="set_accelerator, ACCELHAL_ACCELERATOR, DS_ACCELERATOR, priority, fallback or error")
+    rule: DecisionRule = Field(description="how the active backend was chosen; error when selection failed")
     explanation: str
     error: str | None = None
     candidates: list[CandidateReport]

@@ -41,7 +41,7 @@ from accelhal.contract.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec, con
 from accelhal.discovery import hooks
 from accelhal.discovery.entry_points import find as find_entry_points
 from accelhal.discovery.entry_points import name_and_version
-from accelhal.discovery.records import Failure, PluginRecord, Registration
+from accelhal.discovery.records import Failure, FailureStage, PluginRecord, PluginState, Registration
 from accelhal.plain_record import field, record
 from accelhal.process import watchdog
 from accelhal.process.settings import Settings
@@ -134,7 +134,9 @@ class Registry:
                     self.fail(entry.name, "register", entry.detail)
             return manager
 
-    def fail(self, plugin: str, stage: str, detail: str, backend: str | None = None, hint: str | None = None) -> None:
+    def fail(
+        self, plugin: str, stage: FailureStage, detail: str, backend: str | None = None, hint: str | None = None
+    ) -> None:
         """Record a failure; under strict mode, then raise it."""
         self.failures.append(Failure(plugin, stage, detail, backend, hint))
         if self.strict:
@@ -252,7 +254,7 @@ def names_matching_no_plugin(listed: Iterable[str], plugins: Iterable[tuple[str,
     return [name for name in listed if not _listing([name]) & known]
 
 
-def _gate(record: PluginRecord, settings: Settings) -> str | None:
+def _gate(record: PluginRecord, settings: Settings) -> PluginState | None:
     """Why ``record`` must not be loaded under ``settings``, or ``None``."""
     if is_fallback(record):
         return None
@@ -340,7 +342,7 @@ def discover(
     return registry
 
 
-def plugin_error(plugin: str, stage: str, detail: str, hint: str | None = None) -> PluginError:
+def plugin_error(plugin: str, stage: FailureStage, detail: str, hint: str | None = None) -> PluginError:
     """The :class:`~accelhal.PluginError` of a failure at ``stage``.
 
     :mod:`accelhal.errors` is imported here, when there is an error to raise: defining its

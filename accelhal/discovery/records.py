@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accelhal.contract.spec import BackendSpec, Status
 from accelhal.plain_record import field, record
@@ -16,6 +16,13 @@ from accelhal.plain_record import field, record
 if TYPE_CHECKING:
     from accelhal.process.torch_import import TorchDiagnosis
 
+
+PluginState = Literal["loaded", "blocked", "not-allowed", "autoload-disabled", "deferred", "failed"]
+"""What became of an entry point of the ``accelhal`` group (:attr:`PluginRecord.state`)."""
+FailureStage = Literal["import", "register", "validate", "conflict", "probe", "instantiate", "op-builders"]
+"""The step of a plugin that failed (:attr:`Failure.stage`)."""
+DecisionRule = Literal["set_accelerator", "ACCELHAL_ACCELERATOR", "DS_ACCELERATOR", "priority", "fallback", "error"]
+"""How the active backend was chosen (:attr:`Decision.rule`); ``error`` when selection failed."""
 
 _DEVICE = r"(?:\d{1,6}(?:\.\d{1,6})?|(?:GPU|MIG)-[0-9A-Za-z-]{1,80}(?:/\d{1,6})*)"
 _DEVICE_LIST = rf"\s*(?:-1|all|none|void|NoDevFiles|{_DEVICE}(?:\s*,\s*{_DEVICE}){{0,1023}})?\s*"
@@ -48,8 +55,8 @@ class PluginRecord:
     distribution: str
     distribution_version: str
     builtin: bool
-    state: str = "loaded"
-    """``loaded``, ``blocked``, ``not-allowed``, ``autoload-disabled``, ``deferred`` or ``failed``."""
+    state: PluginState = "loaded"
+    """What became of the entry point (:data:`PluginState`)."""
     detail: str = ""
     import_seconds: float | None = None
     """Wall time of importing the plugin and calling its registration hook; ``None`` when not imported."""
@@ -67,8 +74,8 @@ class Failure:
     """A plugin problem that was reported and skipped (or raised under strict mode)."""
 
     plugin: str
-    stage: str
-    """``import``, ``register``, ``validate``, ``conflict``, ``probe`` or ``instantiate``."""
+    stage: FailureStage
+    """The step that failed (:data:`FailureStage`)."""
     detail: str
     backend: str | None = None
     hint: str | None = None
@@ -126,8 +133,8 @@ class Decision:
     """The outcome of one selection: who won, by which rule, and everything seen on the way."""
 
     chosen: str | None
-    rule: str
-    """``set_accelerator``, ``ACCELHAL_ACCELERATOR``, ``DS_ACCELERATOR``, ``priority`` or ``fallback``."""
+    rule: DecisionRule
+    """How the backend was chosen (:data:`DecisionRule`)."""
     explanation: str
     candidates: list[CandidateRecord]
     plugins: list[PluginRecord]

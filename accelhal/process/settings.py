@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from accelhal.contract.spec import is_backend_name
 from accelhal.plain_record import record
@@ -424,7 +424,7 @@ class Settings:
 
     accelerator: str | None = None
     """The forced backend name, or ``None``."""
-    accelerator_variable: str | None = None
+    accelerator_variable: Literal["ACCELHAL_ACCELERATOR", "DS_ACCELERATOR"] | None = None
     """Which variable forced it (``ACCELHAL_ACCELERATOR`` or ``DS_ACCELERATOR``)."""
     disable_plugin_autoload: bool = False
     plugins: tuple[str, ...] | None = None
@@ -436,7 +436,7 @@ class Settings:
         """Read and validate every variable from ``environ`` (``os.environ`` by default)."""
         env = os.environ if environ is None else environ
         accelerator = parse_backend_name("ACCELHAL_ACCELERATOR", env.get("ACCELHAL_ACCELERATOR"))
-        variable: str | None = "ACCELHAL_ACCELERATOR"
+        variable: Literal["ACCELHAL_ACCELERATOR", "DS_ACCELERATOR"] = "ACCELHAL_ACCELERATOR"
         if accelerator is None:
             accelerator = parse_backend_name("DS_ACCELERATOR", env.get("DS_ACCELERATOR"))
             variable = "DS_ACCELERATOR"

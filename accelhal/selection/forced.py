@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from accelhal.contract.spec import Status
 from accelhal.discovery import plugins
-from accelhal.discovery.records import CandidateRecord, Decision
+from accelhal.discovery.records import CandidateRecord, Decision, DecisionRule
 from accelhal.process.settings import Settings
 from accelhal.selection.candidates import (
     as_plugin_error,
@@ -33,7 +33,7 @@ def settings_for_forcing(name: str) -> Settings:
 
 
 def decide_forced(
-    settings: Settings, name: str, requested_by: str, probed: list[CandidateRecord]
+    settings: Settings, name: str, requested_by: DecisionRule, probed: list[CandidateRecord]
 ) -> tuple[Decision, Accelerator]:
     """Resolve a backend forced by name or by :data:`GENERIC_ALIAS`; ``probed`` gets its record even if this raises."""
     reg = selection_registry(settings, name, requested_by)

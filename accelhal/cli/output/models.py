@@ -17,6 +17,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from accelhal.discovery.records import DecisionRule
 from accelhal.report import (
     AcceleratorInfo,
     CandidateReport,
@@ -79,7 +80,7 @@ class ListOutput(_Output):
     """``accelhal list --json``: every registered backend in priority order, and every plugin."""
 
     chosen: str | None = Field(description="the active backend, or null when selection failed")
-    rule: str
+    rule: DecisionRule
     error: str | None = None
     backends: list[BackendEntry]
     plugins: list[PluginReport]
