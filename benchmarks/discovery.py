@@ -21,8 +21,11 @@ in the target's note.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from benchmarks.method import Method, compare_processes, python
 from benchmarks.results import SuiteResult, Target, clock_rows, fmt
@@ -44,8 +47,42 @@ GROWN = f"+{EXTRA_DISTRIBUTIONS:,} distributions"
 FORCED = f"+{EXTRA_DISTRIBUTIONS:,} distributions, ACCELHAL_ACCELERATOR=cpu"
 QUERY = f"+{EXTRA_DISTRIBUTIONS:,} distributions, torch.cuda.device_count() alone (torch, not accelhal)"
 BEYOND = f"+{EXTRA_DISTRIBUTIONS:,} distributions, after the process asked torch.cuda.device_count()"
+SCAN = f"+{EXTRA_DISTRIBUTIONS:,} distributions, importlib.metadata.entry_points(group='accelhal') alone (stdlib)"
+SCAN_CODE = "import importlib.metadata; importlib.metadata.entry_points(group='accelhal')"
 LIMIT_MS = 10.0
 """The first ``get_accelerator()`` beyond torch's own device query, on every host."""
+FILES_LIMIT = 12
+"""Core files (``accelhal/``) the first ``get_accelerator()`` runs code in, package ``__init__`` files included."""
+CROSSING_LIMIT = 250
+"""Calls from one project file into another during the first ``get_accelerator()``."""
+FOOTPRINT = """
+import json, os, sys
+import accelhal
+core = os.path.dirname(os.path.abspath(accelhal.__file__))
+project = os.path.dirname(core)
+files, crossing = set(), [0]
+def ours(path):
+    return path.startswith(project + os.sep) and os.sep + ".venv" + os.sep not in path
+def profile(frame, event, arg):
+    path = frame.f_code.co_filename
+    if event != "call" or not ours(path):
+        return
+    if path.startswith(core + os.sep):
+        files.add(os.path.relpath(path, project))
+    caller = frame.f_back
+    while caller is not None and not ours(caller.f_code.co_filename):
+        caller = caller.f_back
+    crossing[0] += caller is not None and caller.f_code.co_filename != path
+sys.setprofile(profile)
+accelhal.get_accelerator()
+sys.setprofile(None)
+print(json.dumps({"files": sorted(files), "crossing": crossing[0]}))
+"""
+"""Counts, with ``sys.setprofile`` in a fresh process, the core files the first call runs code in and its calls
+between project files (a call into a module's body on import counts as one)."""
+SCAN_RATIO_LIMIT = 0.08
+"""The first ``get_accelerator()``'s CPU time over one stdlib scan of the entry-point group (what pluggy and vLLM
+pay on every start), both with the extra distributions installed."""
 
 
 def make_distributions(site: Path, count: int = EXTRA_DISTRIBUTIONS) -> Path:
@@ -65,6 +102,12 @@ def make_distributions(site: Path, count: int = EXTRA_DISTRIBUTIONS) -> Path:
     return site
 
 
+def first_call_footprint() -> dict[str, Any]:
+    """What :data:`FOOTPRINT` prints: the core files the first call runs code in, and its crossing calls."""
+    out = subprocess.run(python(FOOTPRINT), check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(out.splitlines()[-1]))
+
+
 def run(method: Method) -> SuiteResult:
     """Selection after ``import torch``: plain environment, +1,000 distributions, and with an override."""
     with tempfile.TemporaryDirectory(prefix="accelhal-bench-") as tmp:
@@ -81,17 +124,20 @@ def run(method: Method) -> SuiteResult:
                 CHILD.format(prelude=cold, before="", measured=SELECT)
             ),
             QUERY: python(CHILD.format(prelude=grown, before="", measured=DEVICE_QUERY)),
+            SCAN: python(CHILD.format(prelude=grown, before="", measured=SCAN_CODE)),
         }
         clocks = compare_processes(commands, method, reported=True)
     comparison = clocks["cpu"]
     base = comparison.samples["installed environment"].median
     rows = [
-        [*row[:3], "n/a (torch's)" if row[0] == QUERY else row[3], *row[4:]]
+        [*row[:3], "n/a (not accelhal's)" if row[0] in (QUERY, SCAN) else row[3], *row[4:]]
         for row in clock_rows(clocks, lambda ms: fmt(ms - base, "ms"))
     ]
     grown_sample, forced_sample = comparison.samples[GROWN], comparison.samples[FORCED]
     beyond_sample, query_sample = comparison.samples[BEYOND], comparison.samples[QUERY]
     paired = comparison.difference(GROWN, QUERY)
+    scan_sample = comparison.samples[SCAN]
+    footprint = first_call_footprint()
     return SuiteResult(
         suite="discovery",
         title="Plugin discovery: first get_accelerator() after import torch (measured in fresh processes)",
@@ -116,6 +162,26 @@ def run(method: Method) -> SuiteResult:
                 LIMIT_MS,
                 "ms",
                 forced_sample.iqr,
+            ),
+            Target(
+                f"first get_accelerator() over one stdlib entry-point scan, +{EXTRA_DISTRIBUTIONS:,} distributions",
+                grown_sample.median / scan_sample.median,
+                SCAN_RATIO_LIMIT,
+                "x",
+                note=f"first get_accelerator(): {grown_sample.median:.2f} ms; the scan: {scan_sample.median:.2f} ms",
+            ),
+            Target(
+                "core files the first get_accelerator() runs code in (sys.setprofile)",
+                len(footprint["files"]),
+                FILES_LIMIT,
+                "files",
+                note=", ".join(path.removeprefix("accelhal/") for path in footprint["files"]),
+            ),
+            Target(
+                "calls between project files during the first get_accelerator() (sys.setprofile)",
+                footprint["crossing"],
+                CROSSING_LIMIT,
+                "calls",
             ),
         ],
         raw={clock: {name: s.summary() for name, s in c.samples.items()} for clock, c in clocks.items()},
