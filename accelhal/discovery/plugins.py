@@ -77,7 +77,7 @@ def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
     ``[kind, plugin name, backend, plugin source]``. The step is also :mod:`accelhal.process.watchdog`'s,
     whose listener may refuse it (it raises: call this where the step's own failures are contained).
     """
-    watchdog.enter(kind, plugin.name, backend)
+    watchdog.enter(kind, plugin.name, backend, source=plugin.source)
     if _steps.isEnabledFor(logging.DEBUG):
         where = f" (backend {backend!r})" if backend else ""
         step = [kind, plugin.name, backend, plugin.source]

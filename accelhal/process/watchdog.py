@@ -47,12 +47,21 @@ _KIND_WORDS = {"import": "its import", "instantiate": "its construction"}
 class Step:
     """One step: what runs (``kind``: ``import``, ``probe``, ``instantiate`` or ``call``), for whom, since when."""
 
-    __slots__ = ("backend", "bounded", "call", "floor", "kind", "plugin", "started", "thread", "warned")
+    __slots__ = ("backend", "bounded", "call", "floor", "kind", "plugin", "source", "started", "thread", "warned")
 
     def __init__(
-        self, kind: str, plugin: str, backend: str = "", call: str = "", bounded: bool = True, floor: float = 0.0
+        self,
+        kind: str,
+        plugin: str,
+        backend: str = "",
+        call: str = "",
+        bounded: bool = True,
+        floor: float = 0.0,
+        source: str = "",
     ) -> None:
         self.kind, self.plugin, self.backend, self.call = kind, plugin, backend, call
+        self.source = source
+        """Where the plugin comes from (``built-in``, or its distribution and version), where known."""
         self.bounded = bounded
         """False for a step another process runs, which bounds it (``accelhal doctor``'s discovery child)."""
         self.floor = floor
@@ -101,9 +110,21 @@ def current() -> Step | None:
     return _state.current
 
 
-def enter(kind: str, plugin: str, backend: str = "", call: str = "", bounded: bool = True, floor: float = 0.0) -> None:
-    """Start a step (ending the one before); :data:`listener` may raise to make it fail."""
-    step = Step(kind, plugin, backend, call, bounded, floor)
+def enter(
+    kind: str,
+    plugin: str,
+    backend: str = "",
+    call: str = "",
+    bounded: bool = True,
+    floor: float = 0.0,
+    source: str = "",
+) -> None:
+    """Start a step (ending the one before); :data:`listener` may raise to make it fail.
+
+    This is the one channel on which a step is announced: whoever follows the steps (the
+    command's deadline, doctor's discovery child) sets or wraps :data:`listener`.
+    """
+    step = Step(kind, plugin, backend, call, bounded, floor, source)
     _state.current = step
     if listener is not None:
         listener(step, True)
