@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import platform
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -135,8 +136,8 @@ class DeviceInfo(_Model):
     index: int
     name: str = Field(description="the device string, e.g. 'cuda:0'")
     description: str = Field(description="the product name where the runtime has one")
-    total_memory: int = Field(description="bytes")
-    available_memory: int = Field(description="bytes")
+    total_memory: int | None = Field(description="bytes; null where the runtime cannot say (NotImplementedError)")
+    available_memory: int | None = Field(description="bytes; null where the runtime cannot say")
     capability: str | None = None
 
 
@@ -170,6 +171,14 @@ class AcceleratorInfo(_Model):
     vendor_versions: dict[str, str]
 
 
+def _figure(member: Callable[[int], int], index: int) -> int | None:
+    """``member(index)`` as an int, or ``None`` where the backend has no such figure (``NotImplementedError``)."""
+    try:
+        return int(member(index))
+    except NotImplementedError:
+        return None
+
+
 def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
     """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime."""
     import torch
@@ -183,8 +192,8 @@ def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
             index=i,
             name=acc.device_name(i),
             description=acc.device_description(i),
-            total_memory=int(acc.total_memory(i)),
-            available_memory=int(acc.available_memory(i)),
+            total_memory=_figure(acc.total_memory, i),
+            available_memory=_figure(acc.available_memory, i),
             capability=acc.device_capability(i),
         )
         for i in range(count)

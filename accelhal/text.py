@@ -60,3 +60,32 @@ def sentence(text: str, *, capital: bool = False) -> str:
 def hint_sentence(hint: str) -> str:
     """``"Hint: "`` and ``hint`` as a sentence with a capital letter (``"Hint: Run npu-smi info."``)."""
     return f"Hint: {sentence(hint, capital=True)}"
+
+
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_FORMAT_CONTROLS = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+"""Characters that are not control characters to Unicode but move or break text on a terminal: the marks and
+overrides of bidirectional text (which reorder what follows) and the line and paragraph separators."""
+CONTROL_CHARACTERS = frozenset(chr(code) for code in (*range(0x20), *range(0x7F, 0xA0), *_FORMAT_CONTROLS))
+"""What :func:`visible` writes as an escape: C0 (newline included), DEL, C1, and :data:`_FORMAT_CONTROLS`."""
+_VISIBLE = str.maketrans(
+    {
+        character: _ESCAPES.get(character)
+        or (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
+        for character in CONTROL_CHARACTERS
+    }
+)
+
+
+def visible(text: str) -> str:
+    r"""``text`` with each control character written as its escape: how accelhal shows words it did not write.
+
+    A probe's reason, a description, a hint, a driver's error or a plugin's output may hold
+    escape codes (a window title, a clear screen) or a newline that forges a line of the
+    command's own (``active backend: cuda``). Shown through this, they are text: ``\x1b``,
+    ``\n``, ``\u202e``. A backslash is left as it is.
+
+    >>> visible("no device\x1b[2J\r\nactive backend: cuda")
+    'no device\\x1b[2J\\r\\nactive backend: cuda'
+    """
+    return text.translate(_VISIBLE)

@@ -109,7 +109,9 @@ def _configure_logging(verbose: bool) -> None:
         logger.removeHandler(previous)  # main() may run more than once in a process
     if verbose:
         handler: logging.Handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        from accelhal.cli.output.render import VisibleFormatter
+
+        handler.setFormatter(VisibleFormatter("%(levelname)s %(message)s"))
         logger.setLevel(logging.INFO)
     else:
         handler = logging.NullHandler()

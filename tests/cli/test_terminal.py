@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import termios
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -24,21 +25,23 @@ from tests.cli.test_check import stand_in
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def run_in_terminal(*args: str, no_color: bool | str, rows: int = 50, code: str | None = None) -> str:
+def run_in_terminal(
+    *args: str, no_color: bool | str, rows: int = 50, code: str | None = None, env: Mapping[str, str] | None = None
+) -> str:
     """``python -m accelhal ARGS`` (or ``python -c CODE ARGS``) with a pty of 80xROWS as its terminal.
 
     ``no_color``: ``True`` sets ``NO_COLOR=1``, ``False`` leaves it unset, a string sets it to
-    that. Returns what the command drew.
+    that; ``env`` adds variables. Returns what the command drew.
     """
-    env = clean_env({"TERM": "xterm-256color"})
+    environ = clean_env({"TERM": "xterm-256color", **(env or {})})
     if no_color is False:
-        del env["NO_COLOR"]
+        del environ["NO_COLOR"]
     elif no_color is not True:
-        env["NO_COLOR"] = no_color
+        environ["NO_COLOR"] = no_color
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", rows, 80, 0, 0))
     command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "accelhal", *args]
-    proc = subprocess.Popen(command, stdin=secondary, stdout=secondary, stderr=secondary, env=env)
+    proc = subprocess.Popen(command, stdin=secondary, stdout=secondary, stderr=secondary, env=environ)
     os.close(secondary)
     chunks = []
     while True:

@@ -29,6 +29,7 @@ from accelhal.cli.output.models import CheckOutput, FailedTest
 from accelhal.cli.supervision import suite_progress
 from accelhal.errors import AccelhalError
 from accelhal.extras import install_advice
+from accelhal.text import visible
 
 RunSuite = Callable[[str, list[str]], int]
 """The conformance kit's entry point: ``run_suite(backend, extra_args) -> exit status``."""
@@ -220,7 +221,7 @@ def run_check(
         finally:
             suite_progress.LISTENER = None
     if exit_code not in (0, 1) and not verbose:
-        sys.stderr.write(chatter.getvalue()[-CHATTER_TAIL:])
+        sys.stderr.write("\n".join(visible(line) for line in chatter.getvalue()[-CHATTER_TAIL:].split("\n")))
     return CheckOutput(
         backend=backend,
         exit_code=exit_code,

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.text import Text
-
 from accelhal.cli.output import render
 from accelhal.cli.output.models import Severity
 from accelhal.cli.supervision import deadline
@@ -50,9 +48,9 @@ def run(args: argparse.Namespace) -> int:
         out.print()
         kind = problem.severity.value
         label = f"{number}. {'' if kind == 'error' else kind + ': '}{problem.title}"
-        out.print(Text.assemble((label, "bold red" if kind == "error" else "bold yellow"), f" [{problem.code}]"))
-        out.print(Text(problem.detail), style="dim")
-        out.print(Text.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
+        out.print(render.assemble((label, "bold red" if kind == "error" else "bold yellow"), f" [{problem.code}]"))
+        out.print(render.text(problem.detail, "dim"))
+        out.print(render.assemble(("fix: " if kind == "error" else "what to do: ", "bold green"), problem.fix))
     if output.problems:
         out.print()
     counts = {severity: sum(p.severity is severity for p in output.problems) for severity in Severity}
@@ -60,10 +58,10 @@ def run(args: argparse.Namespace) -> int:
         _count(counts[severity], severity.value) for severity in (Severity.WARNING, Severity.NOTICE) if counts[severity]
     )
     if output.healthy:
-        out.print(Text(f"No problems found{f' ({others})' if others else ''}.", style="green"))
+        out.print(render.text(f"No problems found{f' ({others})' if others else ''}.", "green"))
         return 0
     found = _count(counts[Severity.ERROR], "problem") + " found" + (f" ({others})" if others else "")
-    out.print(Text(f"{found}.", style="bold red"))
+    out.print(render.text(f"{found}.", "bold red"))
     return 1
 
 

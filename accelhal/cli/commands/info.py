@@ -31,7 +31,8 @@ DESCRIPTION = (
 SELECTION_FAILED = 2
 """Exit status when no backend could be selected (a bad variable, a forced backend that is unusable, ...)."""
 DESCRIBE_FAILED = 1
-"""Exit status when the active backend's runtime raised while it was described."""
+"""Exit status when the active backend's runtime raised or answered wrongly while it was described
+(:mod:`accelhal.cli.diagnosis.answers`: the verdict ``doctor`` and ``check`` give too)."""
 
 HELD_BACK = frozenset({"blocked", "not-allowed", "autoload-disabled", "deferred"})
 """Plugin states in which a variable kept the plugin from loading (its detail names the variable)."""
@@ -39,6 +40,7 @@ HELD_BACK = frozenset({"blocked", "not-allowed", "autoload-disabled", "deferred"
 
 def collect() -> InfoOutput:
     """Run selection and describe the active accelerator; when that fails, ``error`` says why."""
+    from accelhal.cli.diagnosis.answers import cannot_describe, runtime_faults
     from accelhal.cli.supervision.faults import bounded, describe
     from accelhal.selection import detect, get_accelerator
 
@@ -57,6 +59,9 @@ def collect() -> InfoOutput:
     if report.chosen is None:
         return output(None, report.explanation)
     acc = get_accelerator()
+    answers = runtime_faults(acc)
+    if answers.faults:  # the verdict doctor and the conformance suite give too
+        return output(None, cannot_describe(acc.name, answers.faults))
     try:
         with bounded(acc.name, "info()"):
             described = acc.info()
@@ -147,8 +152,8 @@ def run(args: argparse.Namespace) -> int:
         devices.add_row(
             device.name,
             device.description,
-            render.gib(device.total_memory),
-            render.gib(device.available_memory),
+            "unknown" if device.total_memory is None else render.gib(device.total_memory),
+            "unknown" if device.available_memory is None else render.gib(device.available_memory),
             device.capability or "-",
         )
     if acc.devices:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 
 from rich.console import Console
-from rich.text import Text
 
 from accelhal.cli.output import render
 from accelhal.cli.output.models import BackendEntry, ListOutput
@@ -75,28 +74,27 @@ def _backends(out: Console, output: ListOutput, torch_reason: str | None) -> Non
     table = render.table(out, "backend", "verdict", "description / reason", title="Backends")
     hints = []
     for entry in output.backends:
-        name = Text(entry.name + (" *" if entry.active else ""))
-        name.append(f"\nprio {entry.priority}", style="dim")
+        name = [render.text(entry.name + (" *" if entry.active else "")), render.text(f"prio {entry.priority}", "dim")]
         if entry.source != "built-in":
-            name.append(f"\n{entry.source}", style="dim")
+            name.append(render.text(entry.source, "dim"))
         if torch_reason is not None and entry.reason == torch_reason:
             reason = "torch cannot load (see above)"
         else:
             reason = reason_text(entry.status, entry.reason)  # a table cell: no full stop
-        described = Text.assemble((entry.description, "dim"), "\n", reason) if entry.description else Text(reason)
-        table.add_row(name, render.styled(entry.status.value), described)
+        described = render.lines(render.text(entry.description, "dim"), reason) if entry.description else reason
+        table.add_row(render.lines(*name), render.styled(entry.status.value), described)
         if entry.hint and _hinted(entry) and entry.reason != torch_reason:
             hints.append(f"{entry.name}: {sentence(entry.hint, capital=True)}")
     out.print(table)
     if output.chosen:
-        out.print(f"* active: {output.chosen} (chosen by {output.rule})")
+        out.print(render.text(f"* active: {output.chosen} (chosen by {output.rule})"))
     else:
         error = output.error or output.rule
         if torch_reason is not None and torch_reason in error:  # the reason and its fixes are printed above
             error = error.partition(" Hint: ")[0].replace(torch_reason, "torch cannot load, see above")
         render.field(out, "selection failed", error)
     if hints:
-        out.print(Text("hints:", style="bold"))
+        out.print(render.text("hints:", "bold"))
         render.items(out, hints)
 
 
@@ -112,7 +110,7 @@ def _plugins(out: Console, output: ListOutput) -> None:
         for plugin in shown:
             detail = "; ".join(failures.pop(plugin.name, [])) or plugin.detail or "-"
             dist = f"{plugin.distribution} {plugin.distribution_version}"
-            table.add_row(Text.assemble(plugin.name, "\n", (dist, "dim")), render.styled(plugin.state), detail)
+            table.add_row(render.lines(plugin.name, render.text(dist, "dim")), render.styled(plugin.state), detail)
         for orphan, lines in failures.items():  # a failure whose plugin has no entry point record
             table.add_row(orphan, render.styled("failed"), "; ".join(lines))
         out.print(table)

@@ -12,6 +12,7 @@ import argparse
 
 from accelhal.cli.output import render
 from accelhal.cli.output.models import RayResourcesOutput
+from accelhal.text import visible
 
 NAME = "ray-resources"
 HELP = "this node's devices as Ray resources, for 'ray start'"
@@ -55,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         render.print_json(output)
     elif args.as_arguments:
-        render.write(" ".join(output.arguments) + "\n")
+        render.write(visible(" ".join(output.arguments)) + "\n")
     else:
-        render.write(output.resources_json + "\n")
+        render.write(render.json_text(output.resources_json) + "\n")
         by_option = [argument for argument in output.arguments if not argument.startswith("--resources=")]
         if by_option:
             render.note(

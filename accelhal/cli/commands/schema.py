@@ -38,5 +38,5 @@ def run(args: argparse.Namespace) -> int:
 
         raise ConfigurationError(f"no schema for {name!r}; the schemas: {', '.join(sorted(everything))}", value=name)
     chosen = everything if name is None else everything[name]
-    render.write(json.dumps(chosen, indent=2) + "\n")
+    render.write(render.json_text(json.dumps(chosen, indent=2)) + "\n")
     return 0

@@ -9,7 +9,8 @@
 ``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
 ``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``plugin-list-unmatched`` (a warning: a name in
 ``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` that no installed plugin answers to), ``runtime-error`` (a
-device's runtime raised in a call a check made: the device, the call and the exception),
+device's runtime raised in a call a check made, or the active backend's runtime raised or answered wrongly
+where ``accelhal info`` asks it (:mod:`accelhal.cli.diagnosis.answers`): the device, the call and what was wrong),
 ``check-failed`` (a check raised for another reason); and one notice (severity ``notice``,
 which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
 reports, for the generic backend) that loads but sees no device, with the vendor's own
@@ -571,6 +572,36 @@ def _check_torch_accelerator(ctx: Context) -> None:
     )
 
 
+def _check_runtime_answers(ctx: Context) -> None:
+    """The active backend's runtime, asked what ``accelhal info`` asks: each wrong answer or raise is a problem."""
+    from accelhal.cli.diagnosis.answers import runtime_faults
+    from accelhal.selection import get_accelerator
+
+    report = ctx.report
+    if report is None or report.chosen is None:
+        return
+    acc = get_accelerator()
+    candidate = report.candidate(acc.name)
+    source = candidate.source if candidate is not None else "built-in"
+    plugin = candidate.plugin if candidate is not None else acc.name
+    repair = (
+        f"repair the {acc.name} driver or runtime (the vendor's own tools say what fails)"
+        if source == "built-in"
+        else f"report it to the authors of {source}, whose runtime answers so"
+    )
+    for fault in runtime_faults(acc).faults:
+        raised = fault.said.startswith("raised ")
+        ctx.problems.append(
+            Problem(
+                code="runtime-error",
+                title=f"the {acc.name!r} runtime {'raises in' if raised else 'answers wrongly to'} {fault.call}",
+                detail=f"{fault}; 'accelhal info' cannot describe the active backend, and programs that ask "
+                f"{fault.call} get the same",
+                fix=f"{repair}; until then {_BLOCK}={plugin} skips the backend",
+            )
+        )
+
+
 def _check_plugin_lists(ctx: Context, report: DetectionReport) -> None:
     """A name in a plugin list that no installed plugin answers to: a typo, which holds back nothing."""
     from accelhal.discovery.plugins import names_matching_no_plugin
@@ -605,6 +636,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
     ("no-device", _check_installed_without_device),
     ("visible-devices", _check_visible_devices),
     ("torch-accelerator", _check_torch_accelerator),
+    ("runtime-answers", _check_runtime_answers),
 )
 """Every check, in the order it runs (later checks use what earlier ones found)."""
 

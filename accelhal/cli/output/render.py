@@ -1,4 +1,4 @@
-"""Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
+r"""Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
 
 Everything is drawn with rich. On a terminal, tables get box-drawing lines, labels are bold
 and statuses coloured. ``NO_COLOR`` (set and not empty, as https://no-color.org asks)
@@ -7,10 +7,21 @@ colour and carry the layout. When the output is piped it is plain text with ASCI
 and no escape codes at all, so a bug report can paste it as it is. Output is sized for
 an 80-column terminal: long cells and list items wrap under their own text instead of
 widening the table or running back to column 0.
+
+Words accelhal did not write (a probe's reason, a description, a hint, a driver's error, a
+plugin's output) are shown as text: every helper here passes the strings it is given through
+:func:`accelhal.text.visible`, which writes each control character as its escape (``\x1b``,
+``\n``), so that no escape code reaches the terminal and no newline forges a line of the
+command's own. A command builds its lines from these helpers (:func:`text` for a piece of
+styled text, :func:`lines` for a cell of several lines), never from ``rich.text.Text`` of a
+string it was given. ``--json`` keeps the words themselves: JSON escapes the C0 controls, and
+:func:`print_json` escapes the rest of :data:`accelhal.text.CONTROL_CHARACTERS` (``\u009b``),
+so that the document holds no control character raw and reads back to the same strings.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -25,7 +36,7 @@ from rich.text import Text
 
 from accelhal.contract.spec import Status
 from accelhal.report import TorchImportReport
-from accelhal.text import hint_sentence, sentence
+from accelhal.text import CONTROL_CHARACTERS, hint_sentence, sentence, visible
 
 STATUS_STYLES: dict[str, str] = {
     Status.AVAILABLE.value: "green",
@@ -119,13 +130,37 @@ def console(*, stderr: bool = False) -> Console:
     return out
 
 
+def text(value: str, style: str = "") -> Text:
+    """``value`` as text in ``style``, its control characters made visible (:func:`accelhal.text.visible`)."""
+    return Text(visible(value), style=style)
+
+
+def lines(*pieces: Text | str) -> Text:
+    """One cell of several lines, one per piece (a string is made visible as :func:`text` makes it)."""
+    return Text("\n").join(text(piece) if isinstance(piece, str) else piece for piece in pieces)
+
+
+def assemble(*pieces: str | tuple[str, str]) -> Text:
+    """One line of ``pieces`` (a string, or a ``(string, style)``), each made visible as :func:`text` makes it."""
+    return Text.assemble(*(text(*piece) if isinstance(piece, tuple) else text(piece) for piece in pieces))
+
+
+class _Table(Table):
+    """A table whose string cells are made visible (:func:`text`); a ``Text`` cell was built by the helpers."""
+
+    def add_row(self, *renderables: Any, **options: Any) -> None:
+        """Add a row; each string cell through :func:`text`."""
+        super().add_row(*(text(cell) if isinstance(cell, str) else cell for cell in renderables), **options)
+
+
 def table(out: Console, *columns: str, title: str | None = None) -> Table:
     """A table with ``columns``: box-drawing lines on a terminal, ASCII when piped; long cells wrap, never cut.
 
     The table has inner lines only (no outer frame): two columns and two rows more for the text.
+    A string cell is made visible (:func:`text`).
     """
     shape = box.ROUNDED if out.is_terminal else box.ASCII
-    drawn = Table(*columns, title=title, box=shape, title_justify="left", expand=False, show_edge=False)
+    drawn = _Table(*columns, title=title, box=shape, title_justify="left", expand=False, show_edge=False)
     for column in drawn.columns:
         column.overflow = "fold"
     return drawn
@@ -133,12 +168,12 @@ def table(out: Console, *columns: str, title: str | None = None) -> Table:
 
 def styled(value: str) -> Text:
     """``value`` coloured by :data:`STATUS_STYLES` (a status or plugin state)."""
-    return Text(value, style=STATUS_STYLES.get(value, ""))
+    return text(value, STATUS_STYLES.get(value, ""))
 
 
 def field(out: Console, label: str, value: str) -> None:
-    """Print ``label: value`` with the label in bold; ``value`` is plain text, not markup."""
-    line = Text.assemble((f"{label}: ", "bold"), value)
+    """Print ``label: value`` with the label in bold; both are plain text (not markup), made visible."""
+    line = assemble((f"{label}: ", "bold"), value)
     out.print(line)
 
 
@@ -148,7 +183,7 @@ def items(out: Console, lines: list[str], *, marker: str = "-", indent: int = 2)
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for line in lines:
-        grid.add_row(marker, Text(line))
+        grid.add_row(marker, text(line))
     out.print(Padding(grid, (0, 0, 0, indent)))
 
 
@@ -166,7 +201,7 @@ def columns(
         grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for row in rows:
-        grid.add_row(*(styled(c) if i == styled_column else Text(c) for i, c in enumerate(row)))
+        grid.add_row(*(styled(c) if i == styled_column else text(c) for i, c in enumerate(row)))
     out.print(Padding(grid, (0, 0, 0, indent)))
 
 
@@ -180,9 +215,9 @@ def torch_failure(out: Console, torch: TorchImportReport | None) -> str | None:
     if torch is None or torch.loaded or torch.reason is None:
         return None
     out.print(Text("torch cannot load", style="bold red"))
-    out.print(Text(torch.reason))
+    out.print(text(torch.reason))
     for number, fix in enumerate(torch.fixes, start=1):
-        out.print(Text.assemble((f"{number}. ", "bold"), fix))
+        out.print(assemble((f"{number}. ", "bold"), fix))
     out.print()
     return torch.reason
 
@@ -206,9 +241,22 @@ def write(text: str) -> None:
         close_output(1)
 
 
+_JSON_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in CONTROL_CHARACTERS if ord(c) >= 0x7F})
+"""The control characters JSON leaves raw (DEL, C1, the bidirectional marks), as JSON escapes."""
+
+
+def json_text(document: str) -> str:
+    r"""``document`` (JSON) with no control character raw: it reads back to the same value, and is safe to print.
+
+    JSON escapes the C0 controls in its strings; the others of :data:`accelhal.text.CONTROL_CHARACTERS`
+    become ``\uXXXX`` escapes here (outside strings JSON allows none of them).
+    """
+    return document.translate(_JSON_ESCAPES)
+
+
 def print_json(model: BaseModel) -> None:
-    """Write ``model`` as indented JSON to stdout (plain, never coloured)."""
-    write(model.model_dump_json(indent=2) + "\n")
+    """Write ``model`` as indented JSON to stdout (plain, never coloured; no control character raw)."""
+    write(json_text(model.model_dump_json(indent=2)) + "\n")
 
 
 def error(message: str) -> None:
@@ -224,4 +272,12 @@ def note(message: str) -> None:
 def _line(label: str, style: str, message: str) -> None:
     """``label`` then ``message`` on stderr: one line whatever its length when piped, wrapped at words on a terminal."""
     err = console(stderr=True)
-    err.print(Text.assemble((label, style), message), soft_wrap=not err.is_terminal)
+    err.print(assemble((label, style), message), soft_wrap=not err.is_terminal)
+
+
+class VisibleFormatter(logging.Formatter):
+    """A log formatter whose message is made visible (:func:`accelhal.text.visible`): it may quote a plugin's words."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        """The record's line, its control characters made visible."""
+        return visible(super().formatMessage(record))

@@ -232,7 +232,9 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def _say(*lines: str) -> None:
-    sys.stderr.write("".join(f"{line}\n" for line in lines))
+    from accelhal.text import visible  # a stack quotes a plugin's code: its lines are shown as text
+
+    sys.stderr.write("".join(f"{visible(line)}\n" for line in lines))
     sys.stderr.flush()
 
 

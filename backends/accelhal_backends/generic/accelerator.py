@@ -274,14 +274,27 @@ class GenericAccelerator(Accelerator):
     def total_memory(self, device_index: int | None = None) -> int:
         """The total of ``torch.accelerator.get_memory_info``."""
         index = _current_index() if device_index is None else check_device_index(device_index)
-        total: int = _get_memory_info(index)[1]
+        total: int = self._memory_info(index)[1]
         return total
 
     def available_memory(self, device_index: int | None = None) -> int:
         """The free bytes of ``torch.accelerator.get_memory_info``."""
         index = _current_index() if device_index is None else check_device_index(device_index)
-        free: int = _get_memory_info(index)[0]
+        free: int = self._memory_info(index)[0]
         return free
+
+    def _memory_info(self, index: int) -> tuple[int, int]:
+        """``get_memory_info(index)``; :class:`UnsupportedFeatureError` where the device's allocator keeps no figures.
+
+        torch raises ``NotImplementedError`` where the allocator has no ``getMemoryInfo``, and asserts
+        (``RuntimeError``) where it is not a ``c10::DeviceAllocator`` (a device registered from Python).
+        """
+        try:
+            return _get_memory_info(index)
+        except (NotImplementedError, RuntimeError) as exc:
+            if isinstance(exc, RuntimeError) and "is not a DeviceAllocator" not in str(exc):
+                raise
+            raise UnsupportedFeatureError(self.name, "memory figures", str(exc).splitlines()[0]) from exc
 
     # ------------------------------------------------------------------ dtypes
     def _device_dtypes(self) -> set[torch.dtype] | None:

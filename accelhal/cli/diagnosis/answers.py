@@ -1,0 +1,115 @@
+"""What the active backend's runtime answers when it is described, checked: one verdict for every command.
+
+``accelhal info`` describes the active backend (its devices, their names and memory);
+``accelhal doctor`` checks the same answers (its ``runtime-answers`` check); ``accelhal check``
+runs the conformance suite, whose tests ask the same members. :func:`runtime_faults` asks each
+member once, as one bounded call (:func:`accelhal.cli.supervision.faults.bounded`), and says
+what was wrong:
+
+- a member that raises, or answers with the wrong type (``device_count()`` answering
+  ``'eight'``) or an impossible value (a negative number of bytes), is a **fault**: ``info``
+  exits 1 naming it, ``doctor`` reports it as ``runtime-error``, and the suite fails;
+- a memory figure (``total_memory``, ``available_memory``) that raises
+  :class:`NotImplementedError` (the contract's :class:`~accelhal.UnsupportedFeatureError`:
+  this backend has no such figure, as a device whose allocator keeps none) cannot answer,
+  which is **no fault**: ``info`` shows the figure as unknown, ``doctor`` finds nothing, the
+  suite skips the test. Every other member must answer.
+
+Example::
+
+    >>> runtime_faults(get_accelerator())
+    Answers(faults=[Fault(call="device_count()", said="answered 'eight' (a str), where an int is expected")], ...)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from accelhal.contract.accelerator import Accelerator
+from accelhal.text import quote
+
+DEVICES_ASKED = 64
+"""The most devices whose answers are checked (a runtime may claim any number)."""
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A member of the runtime that raised or answered wrongly: ``call`` and what it ``said``."""
+
+    call: str
+    said: str
+
+    def __str__(self) -> str:
+        return f"{self.call} {self.said}"
+
+
+@dataclass
+class Answers:
+    """What :func:`runtime_faults` found: the faults, and the members that cannot answer (with why)."""
+
+    faults: list[Fault] = field(default_factory=list)
+    unanswered: dict[str, str] = field(default_factory=dict)
+
+
+def _type_name(expected: type | tuple[type, ...]) -> str:
+    names = [t.__name__ for t in (expected if isinstance(expected, tuple) else (expected,))]
+    return " or ".join(
+        "None" if name == "NoneType" else f"a{'n' if name[0] in 'aeiou' else ''} {name}" for name in names
+    )
+
+
+def runtime_faults(acc: Accelerator) -> Answers:
+    """Ask ``acc`` what a description asks (availability, count, each device's name, memory, capability)."""
+    from accelhal.cli.supervision.faults import bounded, describe
+
+    found = Answers()
+
+    def ask(
+        call: str,
+        function: Callable[[], Any],
+        expected: type | tuple[type, ...],
+        at_least: int | None = None,
+        figure: bool = False,
+    ) -> Any:
+        try:
+            with bounded(acc.name, call):
+                value = function()
+        except NotImplementedError as exc:
+            if not figure:  # only a memory figure may be missing
+                found.faults.append(Fault(call, f"raised {type(exc).__name__}: {exc}"))
+            else:
+                found.unanswered[call] = str(exc)
+            return None
+        except Exception as exc:
+            below = exc.__traceback__  # where the member raised, below this module's own frames
+            while below is not None and below.tb_frame.f_code.co_filename == __file__:
+                below = below.tb_next
+            found.faults.append(Fault(call, f"raised {describe(exc.with_traceback(below))}"))
+            return None
+        wrong_bool = isinstance(value, bool) and bool not in (expected if isinstance(expected, tuple) else (expected,))
+        if wrong_bool or not isinstance(value, expected):
+            said = f"answered {quote(value)} ({_type_name(type(value))}), where {_type_name(expected)} is expected"
+            found.faults.append(Fault(call, said))
+            return None
+        if at_least is not None and isinstance(value, int) and value < at_least:
+            found.faults.append(Fault(call, f"answered {quote(value)}, where a number >= {at_least} is expected"))
+            return None
+        return value
+
+    available = ask("is_available()", acc.is_available, bool)
+    count = ask("device_count()", acc.device_count, int, at_least=0) if available else 0
+    for index in range(min(count or 0, DEVICES_ASKED)):
+        ask(f"device_name({index})", functools.partial(acc.device_name, index), str)
+        ask(f"device_description({index})", functools.partial(acc.device_description, index), str)
+        ask(f"total_memory({index})", functools.partial(acc.total_memory, index), int, 0, figure=True)
+        ask(f"available_memory({index})", functools.partial(acc.available_memory, index), int, 0, figure=True)
+        ask(f"device_capability({index})", functools.partial(acc.device_capability, index), (str, type(None)))
+    return found
+
+
+def cannot_describe(backend: str, faults: list[Fault]) -> str:
+    """``the active backend 'acme' cannot be described: device_count() answered 'eight' (a str), ...``."""
+    return f"the active backend {backend!r} cannot be described: {'; '.join(str(fault) for fault in faults)}"
