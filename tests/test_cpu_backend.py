@@ -156,9 +156,8 @@ def test_graph_members_follow_deepspeeds_conventions(cpu: Accelerator) -> None:
 def test_pinning_is_a_documented_no_op(cpu: Accelerator) -> None:
     t = torch.arange(6.0).reshape(2, 3)
     assert cpu.pin_memory(t) is t
-    fresh = cpu.pin_memory(t, make_copy=False)
-    assert fresh.shape == t.shape and fresh.dtype == t.dtype and fresh.data_ptr() != t.data_ptr()
-    assert cpu.pin_memory(t, make_copy=False, match_shape=False).shape == (6,)
+    assert cpu.pin_memory(t, make_copy=False) is t  # as DeepSpeed's CPU_Accelerator answers
+    assert cpu.pin_memory(t, make_copy=False, match_shape=False) is t
     assert cpu.pin_empty(2, 3, dtype=torch.float16).shape == (2, 3)
     assert cpu.pin_empty((4,), dtype=torch.int32).dtype == torch.int32
     assert cpu.pin_empty_like(t, dtype=torch.float64).shape == (2, 3)

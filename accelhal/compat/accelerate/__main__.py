@@ -8,7 +8,9 @@ example, Accelerate's own test scripts), in every process a launcher starts::
     python -m accelhal.compat.accelerate -m package.module ARGS
 
 The script runs as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` as ``python SCRIPT``
-gives them. A refusal of :func:`install` is one line on stderr and exit status 1.
+gives them. A refusal of :func:`install` (a release outside the range, Accelerate not installed)
+is one line on stderr and exit status 2, as ``accelhal ray-resources`` and the DeepSpeed hook
+command refuse theirs: the user's set-up to change (``docs/reference/cli.md``'s exit statuses).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 import runpy
 import sys
 from pathlib import Path
+
+REFUSED = 2
+"""Exit status of a refusal: the user's set-up to change, as every command of accelhal's refuses one."""
 
 USAGE = "usage: python -m accelhal.compat.accelerate SCRIPT [ARGS] | -m MODULE [ARGS]"
 
@@ -35,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         install()
     except (AccelhalError, ImportError) as exc:
         print(f"accelhal.compat.accelerate: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return REFUSED
     sys.argv = list(target)
     if module:
         runpy.run_module(target[0], run_name="__main__", alter_sys=True)

@@ -32,7 +32,10 @@ class PinningTests(SuiteBase):
         )
         like = accelerator.pin_empty_like(torch.zeros(4, 5))
         expect(tuple(like.shape) == (4, 5), "pin_empty_like(zeros(4, 5))", "a (4, 5) tensor", like)
-        fresh = accelerator.pin_memory(torch.zeros(3, 2), make_copy=False, match_shape=False)
+        template = torch.zeros(3, 2)
+        fresh = accelerator.pin_memory(template, make_copy=False, match_shape=False)
+        if fresh is template and Capability.PINNING not in accelerator.capabilities:
+            return  # nothing to page-lock for: the tensor itself, as DeepSpeed's CPU_Accelerator answers
         expect(
             tuple(fresh.shape) == (6,), "pin_memory(t, make_copy=False, match_shape=False)", "a flat (6,) buffer", fresh
         )

@@ -324,8 +324,11 @@ class CpuAccelerator(Accelerator):
 
     # -------------------------------------------------------------- pinning: nothing to page-lock for
     def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
-        """``tensor`` itself with ``make_copy=True`` (nothing to page-lock for); else a fresh host buffer."""
-        if make_copy and isinstance(tensor, torch.Tensor):
+        """``tensor`` itself, whatever ``make_copy`` and ``match_shape`` are: nothing to page-lock for.
+
+        DeepSpeed's own ``CPU_Accelerator`` (0.19.8) answers so; a program moving from it gets the same objects.
+        """
+        if isinstance(tensor, torch.Tensor):
             return tensor
         return super().pin_memory(tensor, make_copy, match_shape)  # refuses a non-tensor, naming the member
 
