@@ -197,6 +197,9 @@ def console_main() -> NoReturn:
     interpreter's shutdown (``os._exit``, after flushing its output): it has nothing left to
     do, and after ``import torch`` the shutdown takes about 0.4 s.
     """
+    from accelhal.cli.output.render import reopen_closed_streams
+
+    reopen_closed_streams()  # a closed stdout or stderr (`>&-`) drops what goes there; the command goes on
     status = main(bounded=True)
     try:
         sys.stdout.flush()

@@ -101,6 +101,24 @@ def close_output(fd: int) -> None:
     os.close(devnull)
 
 
+def reopen_closed_streams() -> None:
+    """Put ``os.devnull`` behind a closed stdout or stderr (``accelhal list >&-``), and give Python a stream on it.
+
+    A program started with a descriptor closed has ``sys.stdout`` (or ``sys.stderr``) ``None``, and the
+    next file it opens would take the descriptor's number. The command then goes on as when the reader of
+    its pipe went away: what it writes there is dropped, and its exit status is its own.
+    """
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:  # closed: what the command writes there goes nowhere, as to a reader that went away
+            devnull = os.open(os.devnull, os.O_WRONLY)  # the lowest free descriptor: fd itself where 0 is open
+            if devnull != fd:
+                os.dup2(devnull, fd)
+                os.close(devnull)
+            setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False))  # noqa: SIM115
+
+
 class _Console(Console):
     """A rich console on file descriptor ``fd`` whose closed pipe ends the output, not the command."""
 
@@ -117,14 +135,15 @@ class _Console(Console):
 def console(*, stderr: bool = False) -> Console:
     """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide.
 
-    Piped, its lines carry no trailing blanks (a pasted bug report stays clean). When the reader
-    of the pipe goes away, the console writes nothing more and the command goes on.
+    Piped, it is :data:`MAX_WIDTH` wide whatever ``COLUMNS`` says, and its lines carry no trailing
+    blanks (a pasted bug report stays clean). When the reader of the pipe goes away, the console
+    writes nothing more and the command goes on.
     """
     fd = 2 if stderr else 1
     out: Console = _Console(fd, stderr=stderr, highlight=False)
-    if not out.is_terminal:
+    if not out.is_terminal:  # piped: 80 columns whatever COLUMNS says (a terminal's width, and there is none)
         trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
-        out = _Console(fd, file=trimmed, highlight=False)
+        out = _Console(fd, file=trimmed, highlight=False, width=MAX_WIDTH)
     if out.width > MAX_WIDTH:
         out.width = MAX_WIDTH
     return out
