@@ -1,41 +1,12 @@
-"""The entry points of one group, found without re-reading every installed distribution.
+"""Find a group's entry points without re-reading every installed distribution.
 
-``importlib.metadata.entry_points(group=...)`` opens and parses the
-``entry_points.txt`` of *every* installed distribution, on every process start. With
-1,000 distributions that is tens of milliseconds and enough allocations to set off
-CPython's full garbage collection, which after ``import torch`` alone costs ~0.1 s.
+:func:`find` returns what ``importlib.metadata.entry_points(group=...)`` returns, in the same
+order, through a cache of which distributions carry the group (``$XDG_CACHE_HOME/accelhal``,
+default ``~/.cache/accelhal``), checked against ``sys.path`` on every call and skipped where it
+cannot be trusted (``docs/performance.md`` has when, and why the cache exists).
 
-:func:`find` returns the same entry points, in the same order, with the same
-"first distribution of a name on ``sys.path`` wins" rule. It remembers *which*
-distribution directories carry the group, in a small JSON file keyed by the
-``sys.path`` entries and their modification times; installing or removing any
-distribution changes its directory's modification time, so the next process scans
-again. On a hit only those few directories' ``entry_points.txt`` are read: each file's
-entry points of the group are recorded with its text, and the file is parsed again
-whenever its text differs (so edits to a plugin's entry points are always seen; reading a
-file costs microseconds, parsing it ~0.2 ms). The cache is skipped, and every process
-scans, whenever it cannot be trusted: a ``sys.path`` entry with a whole-second
-modification time (a coarse file system) modified in the last two seconds (a change
-within the same tick could go unnoticed), a distribution not
-in a plain directory, a ``sys.meta_path`` finder other than the standard one that can
-list distributions, or an unwritable cache directory (``$XDG_CACHE_HOME/accelhal``,
-default ``~/.cache/accelhal``; files not owned by the current user are ignored). The
-directory holds one small file per distinct ``sys.path``; only the 32 most recently
-written are kept.
-
-A cache file is a hint, never trusted blindly: an entry is used only when it could be a
-scan's answer for this ``sys.path`` (a non-empty list of existing distribution
-directories, one per name, each directly in a ``sys.path`` entry, in ``sys.path`` order)
-and every directory it lists still carries the group. Anything else (an empty list, a
-directory that is gone or elsewhere, a distribution that no longer has entry points of
-the group) is ignored, the directories are scanned, and the file is rewritten. A scan
-that finds no distribution is never cached. :mod:`accelhal.discovery.plugins` adds one more check:
-an answer without accelhal's own built-in backends is refreshed with ``refresh=True``.
-
-Example::
-
-    >>> [ep.value for ep in find("accelhal") if ep.name == "cpu"]
-    ['accelhal_backends.catalog:cpu']
+>>> [ep.value for ep in find("accelhal") if ep.name == "cpu"]
+['accelhal_backends.catalog:cpu']
 """
 
 from __future__ import annotations
@@ -62,10 +33,12 @@ _NAME_SEPARATORS = re.compile(r"[-_.]+")
 
 
 def find(group: str, *, refresh: bool = False) -> list[metadata.EntryPoint]:
-    """Every entry point of ``group``, as ``importlib.metadata.entry_points(group=group)`` lists them.
+    """Return every entry point of ``group``, as ``importlib.metadata.entry_points(group=group)`` lists them.
 
-    ``refresh=True`` ignores the cache file (and rewrites it): for a caller that finds the
-    answer incomplete, for example without the entry points of its own distribution.
+    The first distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``. An
+    installed or removed distribution, or an edited ``entry_points.txt``, is seen by the next
+    call. ``refresh=True`` ignores the cache file (and rewrites it): for a caller that finds
+    the answer incomplete, for example without the entry points of its own distribution.
     """
     signature = _signature()
     cache = _cache_file(group, signature) if signature is not None else None
@@ -88,13 +61,13 @@ def find(group: str, *, refresh: bool = False) -> list[metadata.EntryPoint]:
 
 
 def _entry_points_of(directory: str, group: str, cached: Any) -> tuple[list[metadata.EntryPoint], list[Any] | None]:
-    """The entry points of ``group`` in the distribution ``directory``, and what to record of them.
+    """Return the entry points of ``group`` in the distribution ``directory``, and what to record of them.
 
     ``cached`` is ``[text, [[name, value], ...]]``: the distribution's ``entry_points.txt``
     as it was recorded, and its entry points of the group. While the file holds that text
-    the pairs are the answer (reading it costs microseconds, parsing it ~0.2 ms); a pair
-    that is not a ``name = value`` line of the text is not believed. Otherwise the file is parsed,
-    and the second value is the new record (``None`` when the recorded one held).
+    the pairs are the answer; a pair that is not a ``name = value`` line of the text is not
+    believed. Otherwise the file is parsed, and the second value is the new record (``None``
+    when the recorded one held).
     """
     dist = metadata.PathDistribution(Path(directory))
     text = dist.read_text("entry_points.txt")
@@ -105,7 +78,7 @@ def _entry_points_of(directory: str, group: str, cached: Any) -> tuple[list[meta
 
 
 def _believable(cached: Any, text: str) -> bool:
-    """Whether ``cached`` is a record of ``text``: that text, and pairs each a ``name = value`` line of it."""
+    """Return whether ``cached`` is a record of ``text``: that text, and pairs each a ``name = value`` line of it."""
     if not (isinstance(cached, list) and len(cached) == 2 and cached[0] == text and isinstance(cached[1], list)):
         return False
     written = {
@@ -124,7 +97,7 @@ def _believable(cached: Any, text: str) -> bool:
 
 
 def _attached(ep: metadata.EntryPoint, dist: metadata.Distribution) -> metadata.EntryPoint:
-    """``ep`` with its distribution, as ``importlib.metadata`` attaches it when it parses the file."""
+    """Return ``ep`` with its distribution, as ``importlib.metadata`` attaches it when it parses the file."""
     attach = getattr(ep, "_for", None)
     return attach(dist) if callable(attach) else ep
 
@@ -134,7 +107,7 @@ def _select(dists: list[metadata.Distribution], group: str) -> list[metadata.Ent
 
 
 def _signature() -> list[list[Any]] | None:
-    """``[[entry, mtime_ns], ...]`` for ``sys.path``, or None when the cache must not be used."""
+    """Return ``[[entry, mtime_ns], ...]`` for ``sys.path``, or None when the cache must not be used."""
     if any(
         hasattr(finder, "find_distributions") and finder is not importlib.machinery.PathFinder
         for finder in sys.meta_path
@@ -162,7 +135,7 @@ def _cache_file(group: str, signature: list[list[Any]]) -> Path | None:
 
 
 def _read_cache(path: Path, signature: list[list[Any]]) -> tuple[list[str], dict[str, Any]] | None:
-    """The cached directories and their recorded entry points.
+    """Return the cached directories and their recorded entry points.
 
     ``None`` unless the directories are what a scan of this ``sys.path`` could give.
     """
@@ -179,7 +152,7 @@ def _read_cache(path: Path, signature: list[list[Any]]) -> tuple[list[str], dict
 
 
 def _plausible(directories: list[str], path: list[str]) -> bool:
-    """Whether ``directories`` could be a scan's answer for ``path``.
+    """Return whether ``directories`` could be a scan's answer for ``path``.
 
     That is: distribution directories that exist, one per name, each directly in an entry
     of ``path``, in ``path`` order.
@@ -204,7 +177,7 @@ def _write_cache(
     parsed: dict[str, Any],
     found: list[tuple[list[metadata.EntryPoint], list[Any] | None]],
 ) -> None:
-    """Best effort: an unwritable cache only means the next process scans (or parses) again."""
+    """Write the cache file, best effort: an unwritable cache only means the next process scans (or parses) again."""
     records = {d: fresh for d, (_, fresh) in zip(directories, found, strict=True) if fresh is not None}
     kept = {d: parsed[d] for d in directories if d in parsed and d not in records}
     if write_json(path, {"signature": signature, "directories": directories, "parsed": {**kept, **records}}):
@@ -222,7 +195,7 @@ def _prune(directory: Path, keep: int = _KEEP_FILES) -> None:
 
 
 def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
-    """The distributions that carry ``group``, in ``sys.path`` order, first of each name only.
+    """Return the distributions that carry ``group``, in ``sys.path`` order, first of each name only.
 
     Returns ``(distributions, cacheable)``; ``cacheable`` is False when a distribution
     does not live in a plain directory (then nothing may be cached).
@@ -247,12 +220,10 @@ def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
 
 
 def name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
-    """The distribution's ``Name`` and ``Version``, as ``dist.metadata`` gives them, read cheaply.
+    """Return the distribution's ``Name`` and ``Version``, as ``dist.metadata`` gives them.
 
-    ``dist.metadata`` parses the whole ``METADATA`` file with the e-mail parser (a fifth of a
-    millisecond, on the first ``get_accelerator()``); the two fields are single-line headers
-    before the first blank line, so they are read from those lines. Where they are not both
-    found there, ``dist.metadata`` answers. ``"?"`` stands for a field that is missing.
+    The two headers are read from the lines before the first blank line; where they are not
+    both found there, ``dist.metadata`` answers. ``"?"`` stands for a field that is missing.
 
     >>> name_and_version(metadata.distribution("accelhal"))[0]
     'accelhal'
@@ -272,7 +243,7 @@ def name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
 
 
 def _normalised_name(dist: metadata.Distribution | None, path: Path | None) -> str:
-    """The project name as ``importlib.metadata`` compares it (from the directory name when it can)."""
+    """Return the project name as ``importlib.metadata`` compares it (from the directory name when it can)."""
     if path is not None:
         stem, ext = os.path.splitext(path.name)
         if ext in (".dist-info", ".egg-info"):

@@ -1,24 +1,8 @@
-"""The pluggy hook specifications: what a plugin may implement.
+"""Declare the hooks a plugin may implement, and the markers :data:`hookimpl` and :data:`hookspec`.
 
-A plugin is any module (or object) listed under the ``accelhal`` entry-point group of
-its distribution's metadata::
-
-    [project.entry-points.accelhal]
-    mydev = "my_pkg.accelhal_plugin"
-
-and implements one or more of the hooks below, marked with :data:`hookimpl`. The
-built-in backends are registered exactly this way, by accelhal's own ``pyproject.toml``.
-
-Hooks hand the plugin a ``register`` callback to fill (the pattern of tox and llm)
-rather than asking for return values, so one plugin can register several things and
-accelhal keeps the order and priority rules in its own registry, not in pluggy's call
-order.
-
-This module does not import pluggy. :data:`hookimpl` and :data:`hookspec` mark functions
-exactly as ``pluggy.HookimplMarker("accelhal")`` and ``pluggy.HookspecMarker("accelhal")``
-do: they set the options pluggy reads (``accelhal_impl``, ``accelhal_spec``). pluggy is
-imported when a plugin manager is needed (:mod:`accelhal.discovery.pluggy_manager`), so a first
-``get_accelerator()`` that loads only the built-in plugins never pays for it.
+A plugin is a module or object named in the ``accelhal`` entry-point group, its hooks marked
+with :data:`hookimpl` (``docs/plugins.md``). This module does not import pluggy; its markers
+set the same options as ``pluggy.HookimplMarker("accelhal")`` and ``pluggy.HookspecMarker("accelhal")``.
 """
 
 from __future__ import annotations
@@ -204,7 +188,7 @@ def accelhal_register_op_builders(register: Callable[[str, type[Any]], None]) ->
 
 @hookspec(firstresult=True)
 def accelhal_vllm_kit(backend: str) -> VllmKit | None:
-    """What backend ``backend`` adds for vLLM beyond the contract, or ``None`` (the first answer wins).
+    """Return what backend ``backend`` adds for vLLM beyond the contract, or ``None`` (the first answer wins).
 
     Return an :class:`accelhal.compat.vllm.VllmKit`: the device's attention backend, the
     modules that register its kernels, its worker and communicator, as qualified names that
@@ -225,7 +209,7 @@ def accelhal_vllm_kit(backend: str) -> VllmKit | None:
 
 
 def backends_hook(*specs: BackendSpec) -> Callable[[Callable[[BackendSpec], None]], None]:
-    """A ready hook implementation that registers ``specs``, for plugins with nothing else to do.
+    """Return a hook implementation that registers ``specs``, for plugins with nothing else to do.
 
     In the plugin module::
 
@@ -271,7 +255,7 @@ _BACKENDS_HOOK = "accelhal_register_backends"
 
 
 def hook_options(plugin: object, name: str) -> dict[str, Any] | object | None:
-    """The :data:`hookimpl` options of ``plugin.<name>``, found without pluggy's search; ``None`` for no hook.
+    """Return the :data:`hookimpl` options of ``plugin.<name>``, found without pluggy's search; ``None`` for no hook.
 
     A module's are read from its namespace: only a plain function, a ``classmethod``, a
     ``staticmethod`` or a bound method can carry pluggy's mark there; a plain function's
@@ -294,7 +278,7 @@ def hook_options(plugin: object, name: str) -> dict[str, Any] | object | None:
 
 
 def plugin_hooks(plugin: object, hook: str) -> list[Callable[..., Any]] | None:
-    """The callables of ``plugin`` implementing ``hook``, found by :func:`hook_options`, in namespace order.
+    """Return the callables of ``plugin`` implementing ``hook``, found by :func:`hook_options`, in namespace order.
 
     ``None`` when a name of the plugin needs pluggy's own search: the plugin must then be
     registered with pluggy to be searched.

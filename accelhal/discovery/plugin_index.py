@@ -1,27 +1,10 @@
-"""What each third-party plugin registered when it was last imported.
+"""Remember what each third-party plugin registered when it was last imported.
 
-With a backend forced (``ACCELHAL_ACCELERATOR``, ``DS_ACCELERATOR``,
-``set_accelerator(name)``), discovery needs only the plugins that can matter to that
-name. Which names a plugin registers is known only once it is imported, so this index
-remembers, per entry point, what its last import registered: its backend names, the
-names it ``replaces``, and whether it contributes op builders. A plugin the index says
-neither registers nor replaces the forced name, and contributes no op builders, is
-*deferred*: not imported unless something needs it (see
-:meth:`accelhal.discovery.plugins.Registry.load_deferred`). A plugin slow to import then costs
-nothing to a program that forces another backend.
-
-An entry counts only while the plugin's files are those it was recorded from: its
-key is the distribution directory, the entry-point name and value, and its fingerprint
-the modification times and sizes of the distribution directory and of the module files
-the entry point names. Reinstalling, upgrading or editing the plugin's module makes the
-entry stale, and the plugin is imported (and the entry rewritten). What the index cannot
-see: registrations that depend on something other than those files (an environment
-variable, another package); for those plugins a forced name they newly register is still
-found, because a forced name no loaded plugin registers loads every deferred plugin.
-
-The index is one JSON file, ``$XDG_CACHE_HOME/accelhal/plugin-registrations.json``
-(default ``~/.cache/accelhal``), holding at most :data:`KEEP_ENTRIES` entries; a damaged
-or foreign file is ignored and rewritten.
+With a backend forced, discovery defers a plugin whose entry here neither registers nor
+replaces the forced name and contributes no op builders: it is imported only when needed
+(:meth:`accelhal.discovery.plugins.Registry.load_deferred`). An entry counts while the
+plugin's files are unchanged. The index is one JSON file,
+``$XDG_CACHE_HOME/accelhal/plugin-registrations.json``, of at most :data:`KEEP_ENTRIES` entries.
 """
 
 from __future__ import annotations
@@ -53,7 +36,7 @@ class Registered:
     """Whether it implements ``accelhal_register_op_builders``."""
 
     def concerns(self, name: str) -> bool:
-        """Whether a program forcing ``name`` needs this plugin imported."""
+        """Return whether a program forcing ``name`` needs this plugin imported."""
         return self.op_builders or name in self.backends or name in self.replaces
 
 
@@ -66,7 +49,7 @@ def _stat(path: str | os.PathLike[str]) -> list[int] | None:
 
 
 def _module_files(value: str) -> list[str]:
-    """The files of the module an entry point names, found without importing anything.
+    """Return the files of the module an entry point names, found without importing anything.
 
     ``pkg.sub:attr`` gives ``pkg/__init__.py`` and ``pkg/sub.py`` (or ``pkg/sub/__init__.py``).
     """
@@ -110,7 +93,7 @@ class Index:
         self._changed = False
 
     def lookup(self, ep: metadata.EntryPoint) -> Registered | None:
-        """What ``ep``'s last import registered, or ``None`` when unknown or recorded from other files."""
+        """Return what ``ep``'s last import registered, or ``None`` when unknown or recorded from other files."""
         identity = _key_and_fingerprint(ep)
         if identity is None:
             return None

@@ -1,27 +1,9 @@
-"""Plugin discovery: the ``accelhal`` entry-point group, loaded through pluggy.
+"""Discover the plugins of the ``accelhal`` entry-point group and collect their backends.
 
-:func:`discover` loads each entry point (built-ins from accelhal's own distribution
-first, then third-party ones in a stable order), applies the allow/block lists and the
-autoload switch, calls each plugin's ``accelhal_register_backends`` hook *separately*
-(so one broken plugin cannot hide another's registrations) and resolves name conflicts.
-A third-party plugin is registered with pluggy as it is loaded (pluggy validates its
-hooks); a built-in plugin module's hook is called directly, and pluggy registers it when
-:attr:`Registry.manager` is first needed, so a process with only the built-in plugins
-selects its backend without importing pluggy.
-Every problem is kept as a :class:`~accelhal.discovery.records.Failure`, with the plugin's name and
-the exception's type and message: anything a plugin raises while it is imported or its
-hook runs (``SystemExit`` included) is that plugin's failure, except
-:data:`PASSED_THROUGH`. Discovery always loads every plugin it may; under
-``ACCELHAL_STRICT`` the selection then raises :class:`~accelhal.PluginError` for the first
-failure (:meth:`Registry.strict_error`), so diagnostics still see them all.
-
-With ``wanted`` (a forced backend name), third-party plugins that
-:mod:`accelhal.discovery.plugin_index` knows to be irrelevant to that name are *deferred*, not
-imported; :meth:`Registry.load_deferred` imports them when something needs them.
-
-The fallback backend's plugin (built-in ``cpu``) is never held back by a list: naming it
-in ``ACCELHAL_BLOCK_PLUGINS`` is an error, and a name that covers it among others (the
-distribution name ``accelhal``) holds back the others only.
+:func:`discover` loads each plugin (the built-in ones first) and calls its hooks one plugin at a
+time, so one broken plugin cannot hide another's registrations; every problem is kept as a
+:class:`~accelhal.discovery.records.Failure`, and under ``ACCELHAL_STRICT`` the selection raises
+the first (:meth:`Registry.strict_error`). The fallback backend's plugin (``cpu``) cannot be blocked.
 """
 
 from __future__ import annotations

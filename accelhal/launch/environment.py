@@ -1,43 +1,8 @@
-"""The launcher's environment: who started this process, and as which rank.
+"""Read where this process stands in a launched job: its launcher, rank, world and rendezvous.
 
-:func:`read_launch_env` reads the variables a launcher sets for each process it starts
-and returns one frozen :class:`LaunchEnv`, naming the launcher it came from. Launchers
-are tried in this order (rank, world size, local rank, local world size); the first whose
-rank or size variable is present wins:
-
-* ``torchrun``: ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``;
-* ``openmpi``: ``OMPI_COMM_WORLD_RANK``, ``OMPI_COMM_WORLD_SIZE``, ``OMPI_COMM_WORLD_LOCAL_RANK``,
-  ``OMPI_COMM_WORLD_LOCAL_SIZE``;
-* ``pmi`` (MPICH, Intel MPI, Cray, ``srun --mpi=pmi2``): ``PMI_RANK``, ``PMI_SIZE``,
-  ``MPI_LOCALRANKID`` or ``PMI_LOCAL_RANK`` or ``SLURM_LOCALID``, ``MPI_LOCALNRANKS`` or ``PMI_LOCAL_SIZE``;
-* ``slurm`` (``srun``): ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
-  ``SLURM_STEP_TASKS_PER_NODE`` or ``SLURM_TASKS_PER_NODE`` or ``SLURM_NTASKS_PER_NODE`` (the
-  compressed form ``"4(x2),2"`` is read for this node, ``SLURM_NODEID``).
-
-``torchrun`` stands for every launcher that sets torch's own variables (torchrun,
-``python -m torch.distributed.run``, DeepSpeed's launcher, Accelerate). Without any of
-them the process is a single one (``source="none"``, rank 0 of 1). The rendezvous
-address comes from ``MASTER_ADDR``/``MASTER_PORT`` whatever the launcher; where they are unset,
-an MPI or Slurm launch gets those of :func:`default_master_addr` and :func:`default_master_port`.
-
-Every value is checked: integers must be integers, ranks below sizes, the local world no
-larger than the world, a rank given without its size is an error. A
-:class:`~accelhal.errors.DistributedSetupError` names the variable and what would be right.
-
-Backends read their local placement with :func:`local_rank` and :func:`local_size`, which accept a
-local rank without a world (DeepSpeed's CPU convention) and DeepSpeed's ``LOCAL_SIZE``. One rule
-gives the local rank to both :func:`local_rank` and :func:`read_launch_env`: the launcher whose
-rank or size variable is set first (in the order above) is the one launching, and its own
-local-rank variable is read; another launcher's (a stray ``LOCAL_RANK`` beside Open MPI's
-ranks) is not. Only when no launcher set a rank does :func:`local_rank` take the first
-local-rank variable set, in the order of :data:`~accelhal.launch.known_launchers.LOCAL_RANK_VARIABLES`.
-This module imports neither torch nor any other part of accelhal but its errors (and
-:mod:`accelhal.launch.hostlist` when a Slurm node list must give ``MASTER_ADDR``).
-
->>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-...                        "MASTER_ADDR": "node0", "MASTER_PORT": "29500"})
->>> env.source, env.rank, env.world_size, env.local_rank, env.local_world_size
-('torchrun', 3, 4, 1, 2)
+:func:`read_launch_env` returns a frozen :class:`LaunchEnv`; :func:`local_rank` and
+:func:`local_size` give a backend its placement on the node. The launchers' variables, in
+the order they are tried, are tabled in ``docs/distributed.md``. Imports no torch.
 """
 
 from __future__ import annotations
@@ -86,7 +51,7 @@ class LaunchEnv:
     variables: tuple[tuple[str, str], ...] = ()
 
     def variable(self, field: str) -> str:
-        """The variable ``field`` was read from, or torch's name for it when it was not read.
+        """Return the variable ``field`` was read from, or torch's name for it when it was not read.
 
         >>> read_launch_env({"PMI_RANK": "0", "PMI_SIZE": "1"}).variable("rank")
         'PMI_RANK'
@@ -113,9 +78,20 @@ TORCH_VARIABLES = {
 def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
     """Read and validate the launcher's variables from ``environ`` (``os.environ`` when ``None``).
 
-    Raises :class:`~accelhal.errors.DistributedSetupError` for a malformed or
-    inconsistent set-up, naming the variable and what would be right.
+    The first launcher whose rank or size variable is set is the one read: torchrun (and every
+    launcher that sets torch's variables), Open MPI, PMI, then Slurm. Without any, the process
+    is alone (``source="none"``, rank 0 of 1). Where ``MASTER_ADDR``/``MASTER_PORT`` are unset,
+    an MPI or Slurm launch gets :func:`~accelhal.launch.environment.default_master_addr` and
+    :func:`~accelhal.launch.environment.default_master_port`.
 
+    Raises :class:`~accelhal.errors.DistributedSetupError` for a malformed or inconsistent
+    set-up (not an integer, a rank not below its size, a local world larger than the world, a
+    rank without its size), naming the variable and what would be right.
+
+    >>> env = read_launch_env({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
+    ...                        "MASTER_ADDR": "node0", "MASTER_PORT": "29500"})
+    >>> env.source, env.rank, env.world_size, env.local_rank, env.local_world_size
+    ('torchrun', 3, 4, 1, 2)
     >>> read_launch_env({}).source
     'none'
     >>> read_launch_env({"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1",
@@ -140,7 +116,7 @@ def read_launch_env(environ: Mapping[str, str] | None = None) -> LaunchEnv:
 
 
 def _launching(env: Mapping[str, str]) -> Launcher | None:
-    """The first launcher whose rank or size variable is set, or ``None``."""
+    """Return the first launcher whose rank or size variable is set, or ``None``."""
     return next((la for la in LAUNCHERS if _first(env, la.rank) or _first(env, la.world_size)), None)
 
 
@@ -197,7 +173,7 @@ MPI_MASTER_PORT = 29500
 def default_master_addr(
     env: Mapping[str, str], source: str, world_size: int, local_world_size: int | None
 ) -> tuple[str, str | None] | None:
-    """``MASTER_ADDR`` for a launch that left it unset, and the variable it came from; ``None`` if none.
+    """Return ``MASTER_ADDR`` for a launch that left it unset, and the variable it came from; ``None`` if none.
 
     * Slurm (``srun``, and PMI under ``srun``): the first host of ``SLURM_STEP_NODELIST`` (else
       ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST``), where rank 0 of a block-distributed step runs.
@@ -217,7 +193,7 @@ def default_master_addr(
 
 
 def default_master_port(env: Mapping[str, str], source: str) -> tuple[int, str | None] | None:
-    """``MASTER_PORT`` for a launch that left it unset, and the variable it came from; ``None`` if none.
+    """Return ``MASTER_PORT`` for a launch that left it unset, and the variable it came from; ``None`` if none.
 
     Slurm: ``15000 +`` the last four digits of ``SLURM_JOB_ID`` (Lightning's rule, so that both
     agree); Open MPI and MPICH: :data:`MPI_MASTER_PORT`; torchrun sets it itself.
@@ -234,7 +210,7 @@ def default_master_port(env: Mapping[str, str], source: str) -> tuple[int, str |
 
 
 def _under_srun(env: Mapping[str, str], source: str) -> bool:
-    """A Slurm launch, or a PMI one by ``srun --mpi=pmi2`` (which sets Slurm's rank too)."""
+    """Return whether this is a Slurm launch, or a PMI one by ``srun --mpi=pmi2`` (which sets Slurm's rank too)."""
     return source == "slurm" or (source == "pmi" and _first(env, ("SLURM_PROCID",)) is not None)
 
 
@@ -258,7 +234,7 @@ def _get(env: Mapping[str, str], name: str) -> str | None:
 
 
 def _first(env: Mapping[str, str], names: Sequence[str]) -> str | None:
-    """The first of ``names`` that is set to a non-blank value."""
+    """Return the first of ``names`` that is set to a non-blank value."""
     return next((name for name in names if _get(env, name) is not None), None)
 
 
@@ -287,7 +263,7 @@ def _parse_int(env: Mapping[str, str], name: str, *, minimum: int) -> int:
 
 
 def _is_number(raw: str) -> bool:
-    """True for 1 to :data:`MAX_DIGITS` ASCII digits: ``str.isdigit`` also accepts ``"²"``, which ``int`` rejects."""
+    """Return whether ``raw`` is 1 to :data:`MAX_DIGITS` ASCII digits (``str.isdigit`` also accepts ``"²"``)."""
     return raw.isascii() and raw.isdigit() and len(raw) <= MAX_DIGITS
 
 
@@ -305,7 +281,7 @@ def _parse_port(env: Mapping[str, str]) -> int | None:
 
 
 def _parse_local_size(env: Mapping[str, str], launcher: Launcher, name: str) -> int:
-    """A local world size; Slurm's compressed form (``"4(x2)"``, ``"2(x3),1"``) is read per node, never expanded."""
+    """Parse a local world size; Slurm's form (``"4(x2)"``, ``"2(x3),1"``) is read per node, never expanded."""
     if launcher.source != "slurm":
         return _parse_int(env, name, minimum=1)
     runs: list[tuple[int, int]] = []  # (tasks, nodes) as written: "4(x2)" is four tasks on each of two nodes
@@ -347,12 +323,13 @@ def _check_below(name: str, value: int, limit_name: str, limit: int) -> None:
 
 
 def local_rank(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
-    """The process's index on its node and the variable it came from; ``None`` when no launcher set one.
+    """Return the process's index on its node and the variable it came from; ``None`` when no launcher set one.
 
-    The variable is the launching launcher's (the one :func:`read_launch_env` reads), else the
-    first of :data:`~accelhal.launch.known_launchers.LOCAL_RANK_VARIABLES` that is set. For
-    ``os.environ`` the answer is kept until one of the variables it depends on changes value:
-    this runs on every ``current_device()`` of the cpu backend.
+    The variable is the launching launcher's (the one :func:`read_launch_env` reads; a stray
+    ``LOCAL_RANK`` beside Open MPI's ranks is not), else the first of
+    :data:`~accelhal.launch.known_launchers.LOCAL_RANK_VARIABLES` that is set, so a local rank
+    without a world (DeepSpeed's CPU convention) is read too. For ``os.environ`` the answer is
+    cached until one of the variables it depends on changes value.
 
     >>> local_rank({"OMPI_COMM_WORLD_LOCAL_RANK": "2"})
     (2, 'OMPI_COMM_WORLD_LOCAL_RANK')
@@ -377,11 +354,7 @@ _LAUNCHING_VARIABLES = [v for launcher in LAUNCHERS for v in (*launcher.rank, *l
 
 
 class _EnvironMemo(Generic[_A]):
-    """An answer read from ``os.environ``, kept until one of the variables it depends on changes value.
-
-    The cpu backend's ``current_device()`` and ``device_count()`` ask on every call; comparing
-    the values of a dozen variables costs a tenth of reading and parsing them again.
-    """
+    """Cache an answer read from ``os.environ`` until one of the variables it depends on changes value."""
 
     def __init__(self, variables: Sequence[str], reader: Callable[[Mapping[str, str]], _A]) -> None:
         self._keys = tuple(map(_ENVIRON_KEY, dict.fromkeys(variables)))
@@ -389,7 +362,7 @@ class _EnvironMemo(Generic[_A]):
         self._last: tuple[tuple[object, ...], _A] | None = None
 
     def read(self) -> _A:
-        """The answer for ``os.environ`` as it is now."""
+        """Return the answer for ``os.environ`` as it is now."""
         key = tuple(map(_ENVIRON_GET, self._keys))
         last = self._last
         if last is None or key != last[0]:
@@ -401,7 +374,7 @@ _local_rank_of_environ = _EnvironMemo([*_LAUNCHING_VARIABLES, *LOCAL_RANK_VARIAB
 
 
 def local_size(environ: Mapping[str, str] | None = None) -> tuple[int, str] | None:
-    """The number of processes on the node and the variable it came from; ``None`` when no launcher set one.
+    """Return the number of processes on the node and the variable it came from; ``None`` when no launcher set one.
 
     The launching launcher's variable first, as :func:`read_launch_env` reads it (for a
     torchrun-style launch, DeepSpeed's ``LOCAL_SIZE``, then ``LOCAL_WORLD_SIZE``, which must
