@@ -10,13 +10,14 @@ Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Sch
 - ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs;
 - ``ray-resources``: this node's devices as Ray resources, for ``ray start`` (the ``ray`` extra).
 
-User mistakes (a bad variable, an unknown or unavailable backend) print one
-``accelhal: error:`` message and exit with status 2, never a traceback. What a device's
-runtime raises is a finding (``doctor``) or a verdict (``list``, ``explain``); where a
-command cannot go on without the call, one ``accelhal: error:`` message names the
+User mistakes (a bad variable, an unknown or unavailable backend, a usage error) print one
+``accelhal: error:`` message (argparse's own for a usage error) and exit with status 2, never a
+traceback. What a device's runtime raises is a finding (``doctor``) or a verdict (``list``,
+``explain``); where a command cannot go on without the call, one ``accelhal: error:`` message names the
 exception and the call, with exit status 1 (:mod:`accelhal.cli.supervision.faults`). With ``--json``
-stdout always gets one valid JSON document: the command's own (which carries the error
-when selection failed), or :class:`~accelhal.cli.output.models.ErrorOutput`. A closed pipe
+stdout always gets one valid JSON document, whichever way the command ends (a usage error, a
+hung call, a worker that died): the command's own (which carries the error when selection
+failed), or :class:`~accelhal.cli.output.models.ErrorOutput`. A closed pipe
 (``accelhal list | head -1``) ends the output, not the command: the exit status is the
 command's own. What vendor packages print while they are imported or probed goes to
 stderr (see :mod:`accelhal.process.vendor_output`).
@@ -54,9 +55,26 @@ _SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
 adds its arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``."""
 
 
+class UsageError(Exception):
+    """A usage error argparse found: the parser's ``prog`` and its message."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.prog, self.message = prog, message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors propagate (:class:`UsageError`) for :func:`main` to report."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage, then raise the error (argparse prints it and exits)."""
+        self.print_usage(sys.stderr)
+        raise UsageError(self.prog, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser: global options and one subparser per subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="accelhal",
         description="What accelhal sees on this machine, and why it chose that.",
         epilog="Every subcommand takes --json; 'accelhal schema' prints the JSON Schemas.",
@@ -65,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbose_help = "also print accelhal's log messages, and pytest's own output in 'check' (to stderr)"
     parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    json_flag = argparse.ArgumentParser(add_help=False)
+    json_flag = _Parser(add_help=False)
     json_flag.add_argument("--json", action="store_true", help="print JSON (see 'accelhal schema')")
     # also after the subcommand (`accelhal check -v`); SUPPRESS keeps a global -v from being reset
     json_flag.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help)
@@ -135,11 +153,14 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
         split = argv.index("--")
         argv, passthrough = argv[:split], argv[split + 1 :]
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if passthrough:
-        if args.command != "check":
-            parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
-        args.pytest_args = passthrough
+    try:
+        args = parser.parse_args(argv)
+        if passthrough:
+            if args.command != "check":
+                parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
+            args.pytest_args = passthrough
+    except UsageError as exc:
+        _usage_error(exc, argv)
     _configure_logging(args.verbose)
     if not bounded:
         return _run(args)
@@ -151,6 +172,21 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
             return _failed(args, str(exc), USAGE_ERROR)
         timeout = deadline.DEFAULT_TIMEOUT
     return deadline.supervise(functools.partial(_run, args), args.command, timeout, getattr(args, "json", False))
+
+
+def _usage_error(exc: UsageError, argv: list[str]) -> NoReturn:
+    """Say the usage error as argparse does, and under ``--json`` print the error document; exit with status 2."""
+    from accelhal.cli.output import render
+
+    sys.stderr.write(f"{exc.prog}: error: {exc.message}\n")
+    if "--json" in argv:
+        from accelhal.cli.output.models import ErrorOutput
+
+        words = [word for word in argv if not word.startswith("-")]
+        command = exc.prog.split()[1] if " " in exc.prog else (words[0] if words else "")
+        render.print_json(ErrorOutput(command=command, error=exc.message))
+    sys.stdout.flush()
+    raise SystemExit(USAGE_ERROR)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -10,8 +10,17 @@ is re-parented to init, where it may hold a device. So every helper process acce
   included): :func:`die_with_parent` asks for it with ``prctl(PR_SET_PDEATHSIG)`` on Linux.
   A child that starts its own children does the same for them, so a whole tree ends.
 
-Elsewhere than on Linux the process groups remain, and a parent killed with ``SIGKILL``
-leaves its children running.
+What a plugin or a vendor runtime starts in such a child (a ``fork()`` it never waits for, a
+daemon in a session of its own, a ``multiprocessing`` helper) asks nothing of accelhal. So
+:func:`kill_tree` stops the whole tree before it kills it (no process of it can start another
+meanwhile); a process that would keep accelhal's helpers alive becomes a subreaper
+(:func:`become_subreaper`), to which whatever its tree leaves behind is re-parented, so that its
+:func:`kill_tree` finds it; and a child has ended when it has ended, not when the last holder
+of its pipes closes them (:func:`run` reads what the child wrote until the child itself ends).
+
+Elsewhere than on Linux the process groups remain: a process that left its group (a daemon's
+``setsid()``) or whose parent ended is not found, and a parent killed with ``SIGKILL`` leaves
+its children running.
 
 Example::
 
@@ -24,13 +33,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+FREEZE_ROUNDS = 50
+"""Scans of a tree at most while stopping it (each finds the processes started since the last; usually two)."""
+EXIT_POLL = 0.05
+"""Seconds between two looks at whether a child :func:`run` follows has ended."""
 
 
 def _prctl() -> Callable[..., int] | None:
@@ -58,6 +74,16 @@ def die_with_parent(parent: int | None = None) -> None:
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if parent is not None and os.getppid() != parent:
         os._exit(137)
+
+
+def become_subreaper() -> bool:
+    """Have the processes this process's descendants leave behind re-parented to it (Linux); whether they are.
+
+    A daemon (a double ``fork()``) or the child of a process that ended then stays a descendant of
+    this process, which :func:`kill_tree` and :func:`descendants` find. Elsewhere (no
+    ``PR_SET_CHILD_SUBREAPER``) such a process goes to init, out of reach.
+    """
+    return _PRCTL is not None and _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def _setup(parent: int, new_session: bool) -> Callable[[], None]:
@@ -96,11 +122,36 @@ def descendants(pid: int) -> list[int]:
 
 
 def kill_tree(pid: int) -> None:
-    """Kill ``pid`` (not yet waited for), every descendant of it and its process group, with ``SIGKILL``."""
-    for target in (pid, *descendants(pid)):
+    """Kill ``pid`` (not yet waited for), every descendant of it and its process group, with ``SIGKILL``.
+
+    The tree is stopped first (``SIGSTOP``, scan after scan until no process of it is left running),
+    so that none of it starts a process, or leaves one to init, while it is killed.
+    """
+    _kill(pid, [pid])
+
+
+def kill_descendants(pid: int) -> None:
+    """Kill every descendant of ``pid`` (this process, usually), as :func:`kill_tree` kills a tree, but not ``pid``."""
+    _kill(pid, [])
+
+
+def _kill(root: int, stopped: list[int]) -> None:
+    for target in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(target, signal.SIGSTOP)
+    for _ in range(FREEZE_ROUNDS):
+        found = [child for child in descendants(root) if child not in stopped]
+        if not found:
+            break
+        for target in found:
+            with contextlib.suppress(OSError):
+                os.kill(target, signal.SIGSTOP)
+        stopped += found
+    for target in stopped:
         with contextlib.suppress(OSError):
             os.kill(target, signal.SIGKILL)
-    kill_group(pid)
+    if stopped and stopped[0] == root:
+        kill_group(root)
 
 
 def kill_group(leader: int) -> None:
@@ -113,19 +164,44 @@ def kill_group(leader: int) -> None:
 def run(command: Sequence[str], timeout: float, **options: Any) -> subprocess.CompletedProcess[str]:
     """:func:`subprocess.run` with output captured as text, in a process group of its own that dies with this process.
 
-    When ``timeout`` passes, or this process is interrupted while it waits, the child and everything
-    it started are killed (:func:`kill_tree`) before :class:`subprocess.TimeoutExpired` or the
-    interruption propagates; what the child left in its group is killed when it ends.
+    The child has ended when it exits: what it wrote until then is its output, however long a
+    process it started keeps its pipes open. When ``timeout`` passes, or this process is
+    interrupted while it waits, the child and everything it started are killed
+    (:func:`kill_tree`) before :class:`subprocess.TimeoutExpired` or the interruption
+    propagates; what the child left in its group is killed when it ends.
     """
     with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_options(), **options
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen_options(), **options
     ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        streams = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
+            _read_until_exit(process, streams, timeout)
         except BaseException:
             kill_tree(process.pid)
-            process.communicate()
+            process.wait()
             raise
         finally:
             kill_group(process.pid)
+        stdout, stderr = (bytes(data).decode(errors="replace") for data in streams.values())
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _read_until_exit(process: subprocess.Popen[bytes], streams: dict[int, bytearray], timeout: float) -> None:
+    """Read ``process``'s pipes into ``streams`` until it has exited and they hold nothing more (or are closed)."""
+    open_fds, deadline = list(streams), time.monotonic() + timeout
+    while open_fds:
+        exited = process.poll() is not None
+        wait = 0.0 if exited else min(EXIT_POLL, deadline - time.monotonic())
+        if wait < 0:
+            raise subprocess.TimeoutExpired(process.args, timeout)
+        ready, _, _ = select.select(open_fds, [], [], wait)
+        if not ready and exited:
+            return  # all it wrote is read; a process it started may hold the pipes open: not its end
+        for fd in ready:
+            data = os.read(fd, 65536)
+            if data:
+                streams[fd] += data
+            else:
+                open_fds.remove(fd)
+    process.wait()

@@ -11,14 +11,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests import warm
+
+if TYPE_CHECKING:
+    from tests.cli.launch import Launcher
 
 _CLEARED = ("ACCELHAL_", "DS_ACCELERATOR", "STAGED_", "TORCH_DEVICE_BACKEND_AUTOLOAD", "LOCAL_SIZE", "LOCAL_WORLD_SIZE")
 
@@ -134,3 +137,13 @@ def staged(staged_path: str) -> Callable[..., Result]:
         return run_accelhal(*args, env={"PYTHONPATH": staged_path, **(env or {})})
 
     return run
+
+
+@pytest.fixture(scope="module")
+def launcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Launcher]:
+    """Start commands as a shell starts jobs (:class:`tests.cli.launch.Launcher`), for the module's tests."""
+    from tests.cli.launch import Launcher
+
+    started = Launcher(tmp_path_factory.mktemp("launched"))
+    yield started
+    started.close()

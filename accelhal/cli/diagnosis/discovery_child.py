@@ -13,6 +13,13 @@ names the plugin; the child is run again with that plugin blocked, until discove
 completes or a fault is not a plugin's. Each :class:`Fault` says which plugin to block
 and how.
 
+A plugin step that hung here is declared to the command
+(:func:`accelhal.cli.supervision.deadline.declare_hung`): no later step of the command waits on
+it, nor on a call into the same device's runtime, again; and a child refuses at once the steps
+the command knows hung already. The child has ended when it exits: what a plugin started in
+it (a ``fork()`` nobody waits for, a daemon) may hold its pipes open for long after, and is no
+reason to wait.
+
 Example::
 
     >>> outcome = run_guarded(dict(os.environ), step_limit=60.0)
@@ -41,15 +48,16 @@ SETUP_LIMIT = 300.0
 """Seconds allowed to the child's own steps (starting, ``import torch``, writing its answer)."""
 MAX_ROUNDS = 8
 """Children run at most (each after blocking one more faulty plugin)."""
-PIPE_CLOSE_WAIT = 5.0
-"""Seconds to wait, after the child ended, for the end of each of its pipes before closing it."""
+EXIT_DRAIN = 1.0
+"""Seconds without more of its output after which the child that ended is taken to have said all it wrote (its
+pipes end at once, unless a process it started holds them)."""
 PLUGIN_STEPS = frozenset({"import", "probe", "instantiate"})
 
 _CHILD = """
 import json, os, sys
 sys.path[:] = json.loads(sys.argv[1])
 from accelhal.cli.diagnosis.discovery_child import child_main
-child_main()
+child_main(json.loads(sys.argv[2]))
 os._exit(0)
 """
 """The child's program. It writes its answer unbuffered, then ends without the interpreter's
@@ -91,14 +99,20 @@ class Outcome:
 
 
 # ---------------------------------------------------------------------------- the child
-def child_main() -> None:
-    """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines)."""
+def child_main(known_hangs: list[dict[str, Any]] | None = None) -> None:
+    """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines).
+
+    A step the command knows hung (``known_hangs``, as :func:`accelhal.cli.supervision.deadline.known_hangs`
+    writes them, besides those a forked child inherits) is refused at once.
+    """
     import logging
 
     from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
+    from accelhal.cli.supervision import deadline
     from accelhal.discovery.plugins import STEP_LOGGER
 
     hide_torch_numpy_warning()  # its stderr is quoted as a crashing plugin's last output
+    deadline.refuse_known_hangs(known_hangs or ())
 
     steps, answers = os.dup(2), os.dup(1)  # plugins may replace sys.stdout/sys.stderr
 
@@ -164,12 +178,13 @@ def _describe_exit(code: int) -> str:
 
 
 def _close_pipes(proc: subprocess.Popen[str] | _ForkedChild, pumps: list[threading.Thread]) -> None:
-    """Close the child's pipes once their readers are done (at their end, or once a killed child's closed).
+    """Close the child's pipes whose readers are done (at their end).
 
-    A pipe still held open by a process that left the child's group keeps its reader, and stays open.
+    A pipe still held open by a process the child started keeps its reader, and stays open
+    (until the command ends, and that process with it).
     """
     for pump, stream in zip(pumps, (proc.stdout, proc.stderr), strict=True):
-        pump.join(timeout=PIPE_CLOSE_WAIT)
+        pump.join(timeout=0.1)
         if stream is not None and not pump.is_alive():
             stream.close()
 
@@ -238,7 +253,7 @@ def _forked_child_main(env: dict[str, str], parent: int, stdout: int, stderr: in
 
         plugins.forget_registry()
         watchdog.listener = None
-        child_main()
+        child_main()  # (the hangs its worker knew are this process's too)
         status = 0
     except BaseException:
         import traceback
@@ -281,8 +296,10 @@ def _start_child(env: dict[str, str]) -> subprocess.Popen[str] | _ForkedChild:
     """The discovery child: forked where :func:`_can_fork`, else a fresh interpreter with this ``sys.path``."""
     if _can_fork():
         return _ForkedChild(env)
+    from accelhal.cli.supervision import deadline
+
     return subprocess.Popen(
-        [sys.executable, "-c", _CHILD, json.dumps(sys.path)],
+        [sys.executable, "-c", _CHILD, json.dumps(sys.path), json.dumps(deadline.known_hangs())],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -302,18 +319,32 @@ def _follow_child(env: dict[str, str], step_limit: float) -> _Run:
         threading.Thread(target=_pump, args=(stream, tag, lines), daemon=True)
         for stream, tag in ((proc.stdout, "out"), (proc.stderr, "err"))
     ]
-    for pump in pumps:
-        pump.start()
-    open_streams, deadline = 2, time.monotonic() + SETUP_LIMIT
+    codes: list[int] = []
+
+    def wait() -> None:  # the child's own end, whoever else holds its pipes
+        codes.append(proc.wait())
+        lines.put(("exit", None))
+
+    waiter = threading.Thread(target=wait, daemon=True)
+    for thread in (*pumps, waiter):
+        thread.start()
+    open_streams, exited, deadline = 2, False, time.monotonic() + SETUP_LIMIT
     while open_streams:
         try:
             tag, line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
+            if exited:
+                break  # all it wrote before it ended is read: a process it started holds its pipes
             limit = step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT
             run.hung, run.how = True, f"no answer within {limit:g} s"
             child_processes.kill_tree(proc.pid)
             break
-        if line is None:
+        if exited:
+            deadline = time.monotonic() + EXIT_DRAIN
+        if tag == "exit":
+            exited, deadline = True, time.monotonic() + EXIT_DRAIN
+            child_processes.kill_group(proc.pid)  # what it left in its group
+        elif line is None:
             open_streams -= 1
         elif tag == "err" and line.startswith(STEP_PREFIX):
             run.step = json.loads(line[len(STEP_PREFIX) :])
@@ -321,21 +352,23 @@ def _follow_child(env: dict[str, str], step_limit: float) -> _Run:
                 watchdog.enter(run.step[0], run.step[1], run.step[2], bounded=False)
             else:
                 watchdog.leave()
-            deadline = time.monotonic() + (step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT)
+            if not exited:
+                deadline = time.monotonic() + (step_limit if run.step and run.step[0] in PLUGIN_STEPS else SETUP_LIMIT)
         elif tag == "out" and line.startswith(RESULT_PREFIX):
             run.answer = json.loads(line[len(RESULT_PREFIX) :])
         elif tag == "err":
             run.stderr = [*run.stderr[-19:], line.rstrip("\n")]
-    code = proc.wait()
+    waiter.join()
     child_processes.kill_group(proc.pid)  # what it left behind
     _close_pipes(proc, pumps)
     if not run.hung:
-        run.how = _describe_exit(code)
+        run.how = _describe_exit(codes[0])
     return run
 
 
 def run_guarded(environ: dict[str, str], step_limit: float) -> Outcome:
     """Run discovery in child processes until one completes, blocking each plugin that kills or hangs one."""
+    from accelhal.cli.supervision import deadline
     from accelhal.discovery.plugins import FALLBACK_BACKEND
 
     outcome = Outcome()
@@ -359,6 +392,8 @@ def run_guarded(environ: dict[str, str], step_limit: float) -> Outcome:
             outcome.unexplained += f"; its last output: {output}" if output else ""
             return outcome
         outcome.faults.append(Fault(plugin, kind, backend, source, run.how, run.hung, output))
+        if run.hung:  # no later step of the command waits on it again
+            deadline.declare_hung(kind, plugin, backend, step_limit, "ACCELHAL_DOCTOR_TIMEOUT")
         if plugin == FALLBACK_BACKEND or plugin in outcome.blocked:
             return outcome  # the fallback cannot be blocked; a blocked plugin cannot run: nothing more to learn
         outcome.blocked.append(plugin)

@@ -1,0 +1,97 @@
+"""A hung device costs one timeout, not three: once a call is known hung, no later step of the command waits on it.
+
+The device ``acmepu`` is a Python-only PrivateUse1 device that ``import torch`` loads (a
+``torch.backends`` entry point, as vendor packages register theirs) and whose device module
+never answers ``device_count()`` or ``is_available()``. ``accelhal doctor --json`` asks it three
+times over: its discovery child's probe (the generic backend's), then the worker's own calls
+(``torch.accelerator.is_available()``), and a worker started again after a hang runs the
+discovery child again. Once the first of them hung, the others are refused at once; the
+command ends within about one timeout of what it takes on the same machine without the device.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.cli.conftest import Result, run_accelhal
+from tests.conftest import InstallDistribution
+
+pytestmark = pytest.mark.slow  # seconds of deadline, fresh interpreters: CI runs it in nox -s slow
+
+DEVICE = """
+import sys
+import time
+
+import torch
+from torch.utils import backend_registration
+
+
+def _never(what):
+    sys.stderr.write(f"acmepu: {what} called\\n")
+    while True:
+        time.sleep(3600)
+
+
+class Hooks(torch._C._acc.PrivateUse1Hooks):
+    def is_available(self):
+        _never("is_available")
+
+    def has_primary_context(self, index):
+        return False
+
+    def is_built(self):
+        return True
+
+
+class Module:
+    def is_initialized(self):
+        return False
+
+    def is_available(self):
+        _never("is_available")
+
+    def device_count(self):
+        _never("device_count")
+
+    def current_device(self):
+        return 0
+
+    def _is_in_bad_fork(self):
+        return False
+
+    def manual_seed_all(self, seed):
+        pass
+
+
+def register():
+    backend_registration._setup_privateuseone_for_python_backend("acmepu", Module(), Hooks())
+"""
+TIMEOUT = 6.0
+"""Seconds a step may take (--timeout, which bounds doctor's discovery child too)."""
+
+
+def _timed(*args: str, env: dict[str, str]) -> tuple[Result, float]:
+    started = time.monotonic()
+    result = run_accelhal(*args, env=env)
+    return result, time.monotonic() - started
+
+
+def test_doctor_on_a_hung_device_takes_one_timeout(install_distribution: InstallDistribution) -> None:
+    site = install_distribution(
+        "acme-pu", {"acme_pu": DEVICE}, {}, other_groups={"torch.backends": {"acmepu": "acme_pu:register"}}
+    )
+    args = ("doctor", "--json", "--timeout", f"{TIMEOUT:g}")
+    env = {"PYTHONPATH": str(site.parent)}
+    healthy, start_up = _timed(*args, env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})  # the device not loaded
+    assert healthy.returncode == 0, healthy.output
+    hung, took = _timed(*args, env=env)
+    assert took < start_up + 2 * TIMEOUT, f"{took:.1f} s; {start_up:.1f} s without the device"
+    assert hung.returncode == 1, hung.output
+    found = {problem["code"]: problem for problem in hung.json()["problems"]}
+    assert found["plugin-hung"]["title"] == "plugin 'generic' hangs while probing backend 'acmepu'"
+    refused = json.dumps(found["runtime-error"])
+    assert "torch.accelerator.is_available()" in refused and "DeviceCallHungError: not called" in refused, refused
+    assert "gave no answer" not in hung.stderr  # no call of the command's own waited on the device
