@@ -1,27 +1,8 @@
-"""Which ranks of the default group are gone: one heartbeat per rank in the job's rendezvous store.
+"""Tell which ranks of the default group are gone, from one heartbeat per rank in the rendezvous store.
 
-:func:`~accelhal.distributed.init_process_group` starts a heartbeat on every rank of a group of
-two or more whose rendezvous is a TCP store (``env://``, the default, or ``tcp://``): a daemon
-thread that adds 1 to the key ``accelhal/beat/<rank>`` every :data:`HEARTBEAT_SECONDS`, over a
-connection of its own. Only changes of the count matter, so a store that outlives a group (as
-torchrun's agent store does across restarts) needs no fresh keys. The thread beats whatever the
-main thread does, waiting in a collective included; it stops with the process, or at
-:func:`~accelhal.distributed.destroy_process_group`, which marks the rank as having left.
-
-:func:`check_lost_ranks` reads every other rank's count and watches it for
-:data:`LOST_AFTER_SECONDS`: a rank whose count does not move, and which did not leave, is lost.
-The first rank to find one records its verdict in the store, and the ranks that check after it
-take that verdict at once (rank 0, when it hosts the store, waits until the others have read it
-before it raises). When the store itself no longer answers, the rank that hosts it is the one
-lost (rank 0, under ``env://`` without torchrun; under torchrun its agent on the first node
-hosts it). A check runs only when one is asked for: a healthy job pays one small store write
-per rank and second.
-
->>> try:
-...     dist.all_reduce(tensor)
-... except RuntimeError:
-...     check_lost_ranks()      # raises RankLostError naming the lost ranks, if any
-...     raise
+:func:`~accelhal.distributed.init_process_group` starts this rank's heartbeat, a daemon thread,
+in a group of two or more ranks with a TCP store; :func:`check_lost_ranks` names the ranks
+whose heartbeat stopped (``docs/clusters.md``, "A lost rank").
 """
 
 from __future__ import annotations
@@ -78,7 +59,7 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name=f"accelhal-heartbeat-{rank}", daemon=True)
 
     def start(self) -> None:
-        """Beat once (so the count exists before the caller goes on), then every :data:`HEARTBEAT_SECONDS`."""
+        """Start beating: once (so the count exists before the caller goes on), then every :data:`HEARTBEAT_SECONDS`."""
         self._store = self._connect()
         # A store that outlives a group (torchrun's agent store, across restarts) keeps the last
         # group's marks: this rank is back, and an old verdict is no news (it only saved time).
@@ -95,7 +76,7 @@ class Heartbeat:
         self._thread.join(timeout=LOST_AFTER_SECONDS + HEARTBEAT_SECONDS)
 
     def _connect(self) -> TCPStore:
-        """A new client connection to the store (each thread needs its own)."""
+        """Return a new client connection to the store (each thread needs its own)."""
         from torch._C._distributed_c10d import TCPStore  # torch.distributed.TCPStore, where mypy sees it
 
         # TCPStore retries a refused connection until its timeout (and longer): a store that is
@@ -134,15 +115,14 @@ class Heartbeat:
             }
 
     def _has_left(self, store: TCPStore, rank: int) -> bool:
-        """Whether ``rank`` left the group on purpose (its heartbeat stopped because it was told to)."""
+        """Return whether ``rank`` left the group on purpose (its heartbeat stopped because it was told to)."""
         return bool(store.check([self._key("left", rank)]))
 
     def _settled(self, store: TCPStore, lost: tuple[int, ...], reason: str) -> RankLostError:
-        """The error to raise, once the store's host (if this rank) has seen every other survivor read the verdict.
+        """Return the error to raise, once the store's host (if this rank) has seen every survivor read the verdict.
 
-        Rank 0 hosts the store under ``env://``: were it to exit at once, a survivor still
-        checking would find the store gone and blame rank 0. So each survivor acknowledges the
-        verdict, and rank 0 waits for them (at most :data:`LOST_AFTER_SECONDS`).
+        Rank 0, when it hosts the store, waits for the survivors' acknowledgements at most
+        :data:`LOST_AFTER_SECONDS`.
         """
         acknowledged = self._key("acknowledged")
         if not (self.address.hosted_by_rank0 and self.rank == 0):
@@ -222,7 +202,13 @@ def check_lost_ranks() -> None:
     heartbeat to read: a group of one, a rendezvous through ``store=`` or ``file://``, or a group
     set up without accelhal. A rank that does not beat for
     :data:`~accelhal.distributed.liveness.LOST_AFTER_SECONDS` is lost. Call it where a collective
-    failed; :func:`~accelhal.distributed.lost_rank_guard` does so for a block of code.
+    failed; :func:`~accelhal.distributed.lost_rank_guard` does so for a block of code::
+
+        try:
+            dist.all_reduce(tensor)
+        except RuntimeError:
+            check_lost_ranks()      # raises RankLostError naming the lost ranks, if any
+            raise
     """
     with _lock:
         heartbeat = _heartbeat

@@ -1,38 +1,8 @@
-"""One call that joins this process to its job's process group on the active accelerator.
+"""Join this process to its job's process group on the active accelerator.
 
-:func:`init_process_group` has torch's name and arguments. On top of
-:func:`torch.distributed.init_process_group` it:
-
-1. reads and validates the launcher's variables (:func:`~accelhal.distributed.read_launch_env`:
-   torchrun, Open MPI, MPICH/PMI or Slurm, with ``MASTER_ADDR``/``MASTER_PORT`` defaults for MPI
-   and Slurm) and checks explicit ``world_size``/``rank`` against them;
-2. picks the communication backend of :func:`accelhal.get_accelerator`
-   (``communication_backend_name()``: ``nccl``, ``hccl``, ``xccl``, ``gloo`` ...) unless
-   ``backend`` is given, and checks that this torch can use it; where that is ``gloo`` on a
-   device gloo cannot carry (mps), sets up gloo with the device tensors staged through host
-   copies instead (:mod:`~accelhal.distributed.host_staging`, backend ``hostgloo``);
-3. checks the rendezvous variables (``MASTER_ADDR``/``MASTER_PORT`` for ``env://``) and that
-   the local rank has a visible device, all before anything is set up;
-4. binds the process to its local device (``set_device(local_rank)``) and passes that device
-   as ``device_id`` so device backends such as NCCL connect eagerly (not for ``gloo``/``mpi``
-   or on cpu);
-5. is idempotent: a second call with the same settings returns the same
-   :class:`ProcessGroupSetup`; a conflicting one raises;
-6. bounds every wait by ``ACCELHAL_DIST_TIMEOUT`` unless ``timeout`` is given, and starts this
-   rank's heartbeat in the rendezvous store (:mod:`~accelhal.distributed.liveness`), so that the
-   ranks left when one is lost can name it.
-
-Every refusal is a :class:`~accelhal.errors.DistributedSetupError` naming the variable or
-argument at fault and what would be right.
-
-Example (under ``torchrun --nproc_per_node=2 train.py``)::
-
-    import accelhal.distributed as ahd
-
-    setup = ahd.init_process_group()        # nccl on cuda, gloo on cpu, hccl on npu ...
-    model = torch.nn.parallel.DistributedDataParallel(model.to(setup.device))
-    ...
-    ahd.destroy_process_group()
+:func:`init_process_group` has torch's name and arguments, and adds the launcher's variables,
+the accelerator's communication backend, the local device and this rank's heartbeat
+(:mod:`~accelhal.distributed.liveness`); :func:`destroy_process_group` tears the group down.
 """
 
 from __future__ import annotations
@@ -93,6 +63,14 @@ def init_process_group(
 ) -> ProcessGroupSetup:
     """Join this process to the default process group on the active accelerator.
 
+    Before anything is set up, it reads the launcher's variables
+    (:func:`~accelhal.distributed.read_launch_env`; ``MASTER_ADDR``/``MASTER_PORT`` defaults
+    for MPI and Slurm) and checks ``world_size``/``rank`` against them, checks that this torch
+    has the backend, that the rendezvous variables are set (``env://``) and that the local rank
+    has a visible device. It then binds the process to its local device
+    (``set_device(local_rank)``) and, in a group of two or more ranks with a TCP store, starts
+    this rank's heartbeat so that the ranks left when one is lost can name it.
+
     Args:
         backend: the ``torch.distributed`` backend; ``None`` takes the active accelerator's
             ``communication_backend_name()``. ``gloo`` on a device gloo cannot carry (mps) sets up
@@ -111,7 +89,18 @@ def init_process_group(
         The :class:`ProcessGroupSetup`; a repeated call with the same settings returns it again.
 
     Raises:
-        DistributedSetupError: the environment or the arguments do not add up (nothing was set up).
+        DistributedSetupError: the environment or the arguments do not add up (nothing was set
+            up), or a group is already set up with other settings; it names the variable or
+            argument at fault and what would be right.
+
+    Example (under ``torchrun --nproc_per_node=2 train.py``)::
+
+        import accelhal.distributed as ahd
+
+        setup = ahd.init_process_group()        # nccl on cuda, gloo on cpu, hccl on npu ...
+        model = torch.nn.parallel.DistributedDataParallel(model.to(setup.device))
+        ...
+        ahd.destroy_process_group()
     """
     global _setup
     from accelhal.selection import get_accelerator
@@ -171,7 +160,7 @@ def destroy_process_group() -> None:
 
 
 def _backends_of_every_group() -> list[object]:
-    """A reference to every backend of every process group, to be dropped once the groups are destroyed.
+    """Return a reference to every backend of every process group, to be dropped once the groups are destroyed.
 
     The backends' bindings release the GIL before their destructors run, so dropping the list frees
     them without it; torch releases no GIL when a ``ProcessGroup`` takes its backends down with it,
@@ -190,7 +179,7 @@ def _backends_of_every_group() -> list[object]:
 
 
 def _reconcile(launch: LaunchEnv, world_size: int | None, rank: int | None) -> tuple[int, int]:
-    """The world size and rank to use: the launcher's, which explicit arguments must match."""
+    """Return the world size and rank to use: the launcher's, which explicit arguments must match."""
     world_size = None if world_size == -1 else world_size
     rank = None if rank == -1 else rank
     if not launch.launched and world_size not in (None, 1):
@@ -248,7 +237,7 @@ _FORWARD = {
 
 
 def _warn_of_a_shared_store_across_restarts() -> None:
-    """torchrun that may restart its workers and shares its rendezvous store with them: warn of torch's stale keys."""
+    """Warn of torch's stale keys under a torchrun that may restart its workers and shares its store with them."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return
     restarts = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0").strip()
@@ -263,7 +252,7 @@ def _warn_of_a_shared_store_across_restarts() -> None:
 
 
 def _store_address(launch: LaunchEnv, init_method: str | None) -> liveness.StoreAddress | None:
-    """Where the rendezvous store of ``env://`` or ``tcp://HOST:PORT`` listens; ``None`` for other methods."""
+    """Return where the rendezvous store of ``env://`` or ``tcp://HOST:PORT`` listens; ``None`` for other methods."""
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts it, not rank 0
     if init_method is None or init_method.startswith("env://"):
         if launch.master_addr is None or launch.master_port is None:
@@ -276,7 +265,7 @@ def _store_address(launch: LaunchEnv, init_method: str | None) -> liveness.Store
 
 
 def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> None:
-    """Each backend ``name`` names is in this torch, and one carries the device's or cpu tensors.
+    """Check that each backend ``name`` names is in this torch, and that one carries the device's or cpu tensors.
 
     (torch 2.4 answers False for ``"cpu:gloo"`` itself; :data:`host_staging.NAME` is there wherever gloo is.)
     """
@@ -302,12 +291,12 @@ def _check_backend(name: str, accelerator: Accelerator, *, requested: bool) -> N
 
 
 def _backend_available(backend: str) -> bool:
-    """``torch.distributed.is_backend_available``; accelhal's :data:`host_staging.NAME` wherever gloo is."""
+    """Return ``torch.distributed.is_backend_available``; accelhal's :data:`host_staging.NAME` wherever gloo is."""
     return dist.is_backend_available("gloo" if backend == host_staging.NAME else backend)
 
 
 def _check_device_types(name: str, accelerator: Accelerator) -> None:
-    """A ``"type:backend,..."`` string must give the accelerator's device type or cpu a backend.
+    """Check that a ``"type:backend,..."`` string gives the accelerator's device type or cpu a backend.
 
     Otherwise every collective of the group fails (torch: "No backend type associated with device type").
     """
@@ -354,17 +343,17 @@ def _check_local_device(launch: LaunchEnv, accelerator: Accelerator) -> None:
 
 
 def _backend_names(backend: str) -> set[str]:
-    """The plain backend names in ``backend`` (``"cpu:gloo,cuda:nccl"`` -> ``{"gloo", "nccl"}``)."""
+    """Return the plain backend names in ``backend`` (``"cpu:gloo,cuda:nccl"`` -> ``{"gloo", "nccl"}``)."""
     return {part.split(":")[-1].strip() for part in backend.split(",")}
 
 
 def _connects_eagerly(backend: str, device: torch.device) -> bool:
-    """Whether to pass ``device_id``: a device backend on a non-cpu device."""
+    """Return whether to pass ``device_id``: a device backend on a non-cpu device."""
     return device.type != "cpu" and not _backend_names(backend) <= HOST_BACKENDS
 
 
 def _existing(accelerator: Accelerator, launch: LaunchEnv, name: str, world: int, own_rank: int) -> ProcessGroupSetup:
-    """The set-up already in place, if it agrees with what was asked for; else raise."""
+    """Return the set-up already in place, if it agrees with what was asked for; else raise."""
     current = str(dist.get_backend())
     wanted = {"backend": name, "world_size": world, "rank": own_rank}
     found = {"backend": current, "world_size": dist.get_world_size(), "rank": dist.get_rank()}
