@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.metadata as metadata
-import logging
 import re
+import sys
 import threading
 import time
 import traceback
@@ -45,25 +45,14 @@ PASSED_THROUGH: tuple[type[BaseException], ...] = (KeyboardInterrupt, GeneratorE
 interrupt and a generator's shutdown); anything else, ``SystemExit`` included, is that plugin's failure."""
 
 
-STEP_LOGGER = "accelhal.discovery"
-"""The logger on which every step that runs a plugin's code is announced, at DEBUG, before it runs
-(``accelhal doctor`` follows it to name the plugin whose step killed or hung a process)."""
-_steps = logging.getLogger(STEP_LOGGER)
-
-
 def announce_step(kind: str, plugin: PluginRecord, backend: str = "") -> None:
-    """Log, at DEBUG on :data:`STEP_LOGGER`, that ``plugin``'s code is about to run.
+    """Start the step in which ``plugin``'s code runs, as :func:`accelhal.process.watchdog.enter` does.
 
     ``kind`` is ``import`` (the plugin's module and hook), ``probe`` or ``instantiate``
-    (``backend``'s probe or constructor). The record carries ``accelhal_step``:
-    ``[kind, plugin name, backend, plugin source]``. The step is also :mod:`accelhal.process.watchdog`'s,
-    whose listener may refuse it (it raises: call this where the step's own failures are contained).
+    (``backend``'s probe or constructor). The watchdog's listener may refuse the step (it
+    raises: call this where the step's own failures are contained).
     """
     watchdog.enter(kind, plugin.name, backend, source=plugin.source)
-    if _steps.isEnabledFor(logging.DEBUG):
-        where = f" (backend {backend!r})" if backend else ""
-        step = [kind, plugin.name, backend, plugin.source]
-        _steps.debug("%s: plugin %r%s", kind, plugin.name, where, extra={"accelhal_step": step})
 
 
 @functools.lru_cache(maxsize=1024)
@@ -335,6 +324,31 @@ def plugin_error(plugin: str, stage: FailureStage, detail: str, hint: str | None
     return PluginError(plugin, stage, detail, hint=hint)
 
 
+class _InterpreterChangedError(Exception):
+    """A plugin changed the interpreter under the code after it; accelhal undid the change."""
+
+    names_its_place = True  # the message says what happened; the frame would be accelhal's own
+
+
+def _recursion_limit_put_back(before: int) -> str | None:
+    """Put back a recursion limit a plugin lowered below ``before``; what it did, or ``None`` where it did not."""
+    now = sys.getrecursionlimit()
+    if now >= before:
+        return None
+    sys.setrecursionlimit(before)
+    return (
+        f"it lowers Python's recursion limit from {before} to {now} (sys.setrecursionlimit), under which torch "
+        "and accelhal fail with RecursionError; accelhal put the limit back and did not load the plugin"
+    )
+
+
+def _keep_recursion_limit(before: int) -> None:
+    """Put back a recursion limit a plugin lowered (torch's import then fails), and raise to name the plugin."""
+    changed = _recursion_limit_put_back(before)
+    if changed is not None:
+        raise _InterpreterChangedError(changed)
+
+
 def _pluggy_name(entry: PluginRecord) -> str:
     return f"{entry.distribution}:{entry.name}"
 
@@ -347,16 +361,19 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
     once, so that pluggy's validation of its hooks is one of discovery's failures.
     """
     started = time.perf_counter()
+    limit = sys.getrecursionlimit()
     try:
         try:
             # accelhal's own plugin modules print nothing: only another distribution's import is guarded (~10 us)
             with contextlib.nullcontext(Captured()) if entry.builtin else stdout_to_stderr() as printed:
                 announce_step("import", entry)
                 plugin = ep.load()
+            _keep_recursion_limit(limit)
         except PASSED_THROUGH:
             raise
         except BaseException as exc:  # a plugin's import may fail in any way, sys.exit() included
-            entry.state, entry.detail = "failed", describe_exception(exc)
+            # a RecursionError under a limit the plugin lowered is the limit's doing: that is what is named
+            entry.state, entry.detail = "failed", _recursion_limit_put_back(limit) or describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             return
         finally:

@@ -6,8 +6,8 @@ as a segmentation fault) or never returns (a hang). :func:`run_guarded` runs wha
 program would run (``import torch``, then :func:`accelhal.detect`, then every deferred
 plugin) in a child interpreter with the same ``sys.path`` and environment (a ``fork()`` of this
 process where it imported torch already, made no device context and discovered no plugin:
-:class:`_ForkedChild`), and follows
-the steps it announces on :data:`accelhal.discovery.plugins.STEP_LOGGER`. When the child dies or a
+:class:`_ForkedChild`), and follows the steps that run a plugin's code, as the child's
+:data:`accelhal.process.watchdog.listener` hears them. When the child dies or a
 plugin step outlives its limit (``ACCELHAL_DOCTOR_TIMEOUT``), the step that was running
 names the plugin; the child is run again with that plugin blocked, until discovery
 completes or a fault is not a plugin's. Each :class:`Fault` says which plugin to block
@@ -105,11 +105,8 @@ def child_main(known_hangs: list[dict[str, Any]] | None = None) -> None:
     A step the command knows hung (``known_hangs``, as :func:`accelhal.cli.supervision.deadline.known_hangs`
     writes them, besides those a forked child inherits) is refused at once.
     """
-    import logging
-
     from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
     from accelhal.cli.supervision import deadline
-    from accelhal.discovery.plugins import STEP_LOGGER
 
     hide_torch_numpy_warning()  # its stderr is quoted as a crashing plugin's last output
     deadline.refuse_known_hangs(known_hangs or ())
@@ -119,15 +116,16 @@ def child_main(known_hangs: list[dict[str, Any]] | None = None) -> None:
     def emit(fd: int, prefix: str, data: object) -> None:
         os.write(fd, (prefix + json.dumps(data) + "\n").encode())
 
-    class StepHandler(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            step = getattr(record, "accelhal_step", None)
-            if step is not None:
-                emit(steps, STEP_PREFIX, step)
+    refuse = watchdog.listener
 
-    logger = logging.getLogger(STEP_LOGGER)
-    logger.addHandler(StepHandler())
-    logger.setLevel(logging.DEBUG)
+    def follow(step: watchdog.Step | None, starting: bool) -> None:
+        """Announce each plugin step that starts, once the command's refusal (if any) let it run."""
+        if refuse is not None:
+            refuse(step, starting)
+        if starting and step is not None and step.plugin and step.kind in PLUGIN_STEPS:
+            emit(steps, STEP_PREFIX, [step.kind, step.plugin, step.backend, step.source])
+
+    watchdog.listener = follow
     emit(steps, STEP_PREFIX, ["torch", "", "", ""])
     try:
         import torch  # noqa: F401  (first, so that no probe is charged for it)

@@ -1,0 +1,64 @@
+"""A plugin that changes the interpreter under everyone else is named, and what it changed does not outlive it.
+
+A plugin that lowers Python's recursion limit at import (``sys.setrecursionlimit(100)``) breaks the
+code after it: torch's import fails with ``RecursionError``, and the first ``get_accelerator()`` of a
+program blamed torch ("torch itself cannot load ... run 'accelhal doctor'") while ``doctor`` found
+nothing. accelhal puts the limit back, does not load the plugin, and names it with what it did.
+A plugin that starts a thread that is not a daemon keeps every program that imports it alive after
+its last line; ``doctor`` names the plugin and the thread.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.conftest import run_accelhal
+from tests.conftest import InstallDistribution
+from tests.plugin_sources import backend_plugin
+
+LOWERS = backend_plugin("acmerec", priority=10) + "\nimport sys\nsys.setrecursionlimit(100)\n"
+FIRST = "import sys\nsys.setrecursionlimit(100)\n" + backend_plugin("acmerec", priority=10)
+"""It lowers the limit before its own imports: torch's import fails inside the plugin's."""
+SAID = "lowers Python's recursion limit from 1000 to 100 (sys.setrecursionlimit)"
+
+PROGRAM = """
+import sys
+import accelhal
+print(accelhal.get_accelerator().name, sys.getrecursionlimit())
+import torch._dynamo  # deep imports still work
+"""
+
+
+@pytest.fixture
+def lowering(install_distribution: InstallDistribution) -> dict[str, str]:
+    site = install_distribution("acme-rec", {"acme_rec": LOWERS}, {"acmerec": "acme_rec"}).parent
+    return {"PYTHONPATH": str(site)}
+
+
+def test_a_program_runs_and_keeps_its_recursion_limit(lowering: dict[str, str]) -> None:
+    result = run_accelhal(code=PROGRAM, env=lowering)
+    assert result.returncode == 0, result.output
+    assert result.stdout.split() == ["cpu", "1000"]
+
+
+@pytest.mark.parametrize("when", ["after-its-imports", "before-its-imports"])
+@pytest.mark.parametrize("command", ["info", "doctor"])
+def test_every_command_names_the_plugin_and_what_it_did(
+    install_distribution: InstallDistribution, command: str, when: str
+) -> None:
+    source = LOWERS if when == "after-its-imports" else FIRST
+    site = install_distribution("acme-rec", {"acme_rec": source}, {"acmerec": "acme_rec"}).parent
+    result = run_accelhal(command, env={"PYTHONPATH": str(site)})
+    text = " ".join(result.output.split())
+    assert "plugin 'acmerec' cannot be imported" in text and SAID in text, result.output
+    assert "torch cannot load" not in text and "torch itself" not in text
+
+
+def test_a_program_whose_torch_the_plugin_broke_is_sent_to_doctor_which_names_it(
+    install_distribution: InstallDistribution,
+) -> None:
+    """torch's import failed inside the plugin's: the program cannot go on, and its error names the plugin."""
+    site = install_distribution("acme-rec", {"acme_rec": FIRST}, {"acmerec": "acme_rec"}).parent
+    result = run_accelhal(code=PROGRAM, env={"PYTHONPATH": str(site)})
+    assert result.returncode == 1
+    assert "plugin(s) acmerec failed to load" in result.stderr and "accelhal doctor" in result.stderr
