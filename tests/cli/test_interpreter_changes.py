@@ -62,3 +62,35 @@ def test_a_program_whose_torch_the_plugin_broke_is_sent_to_doctor_which_names_it
     result = run_accelhal(code=PROGRAM, env={"PYTHONPATH": str(site)})
     assert result.returncode == 1
     assert "plugin(s) acmerec failed to load" in result.stderr and "accelhal doctor" in result.stderr
+
+
+THREAD = """
+import threading
+import time
+
+
+def _poll():
+    while True:
+        time.sleep(0.5)
+
+
+threading.Thread(target=_poll, name="acme-poller", daemon={daemon}).start()
+"""
+
+
+@pytest.mark.parametrize("daemon", [False, True], ids=["non-daemon", "daemon"])
+def test_doctor_names_a_plugins_thread_that_keeps_programs_alive(
+    install_distribution: InstallDistribution, daemon: bool
+) -> None:
+    source = THREAD.format(daemon=daemon) + backend_plugin("acmethr", priority=10)
+    site = install_distribution("acme-thr", {"acme_thr": source}, {"acmethr": "acme_thr"}).parent
+    result = run_accelhal("doctor", "--json", env={"PYTHONPATH": str(site)}).json()
+    found = [p for p in result["problems"] if p["code"] == "plugin-thread"]
+    if daemon:  # a daemon thread ends with the program: nothing to say
+        assert found == [], found
+        return
+    (problem,) = found
+    assert problem["severity"] == "warning"
+    assert problem["title"] == "plugin 'acmethr' leaves thread 'acme-poller' running, which keeps programs alive"
+    assert "acme_thr.py" in problem["detail"] and "_poll" in problem["detail"]
+    assert "daemon=True" in problem["fix"] and "ACCELHAL_BLOCK_PLUGINS=acmethr" in problem["fix"]

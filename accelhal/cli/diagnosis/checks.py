@@ -11,8 +11,9 @@
 ``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` that no installed plugin answers to), ``runtime-error`` (a
 device's runtime raised in a call a check made, or the active backend's runtime raised or answered wrongly
 where ``accelhal info`` asks it (:mod:`accelhal.cli.diagnosis.answers`): the device, the call and what was wrong),
-``check-failed`` (a check raised for another reason); and one notice (severity ``notice``,
-which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
+``plugin-thread`` (a warning: a plugin's thread that is not a daemon still runs after discovery, and
+keeps every program alive at its end), ``check-failed`` (a check raised for another reason); and one notice
+(severity ``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
 reports, for the generic backend) that loads but sees no device, with the vendor's own
 check command. A check that raises never ends the command: the checks after it run.
 
@@ -41,6 +42,7 @@ import inspect
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -53,7 +55,7 @@ from accelhal.errors import ConfigurationError
 from accelhal.process import torch_import
 from accelhal.process.settings import SECONDS_DEFAULTS, Settings, parse_backend_name, parse_seconds
 from accelhal.report import DetectionReport
-from accelhal.text import quote, sentence
+from accelhal.text import quote, sentence, visible
 
 HIDE_ALL_VALUES = frozenset({"", "-1", "none", "nodevfiles"})
 """Visible-devices values that hide every device."""
@@ -602,6 +604,47 @@ def _check_runtime_answers(ctx: Context) -> None:
         )
 
 
+def _thread_origin(thread: threading.Thread, report: DetectionReport) -> tuple[str | None, str]:
+    """The plugin whose code ``thread`` runs (by its entry point's top-level module), and where it is."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    tops = {p.value.partition(":")[0].split(".")[0]: p.name for p in report.plugins if not p.builtin}
+    where = "an unknown place"
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        if where == "an unknown place":
+            where = f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
+        if module.split(".")[0] in tops:
+            code = frame.f_code
+            return tops[module.split(".")[0]], f"{code.co_name} ({code.co_filename}:{frame.f_lineno})"
+        frame = frame.f_back
+    return None, where
+
+
+def _check_plugin_threads(ctx: Context) -> None:
+    """A thread that is not a daemon, running plugin code after discovery: programs cannot end while it runs."""
+    report = ctx.report
+    if report is None:
+        return
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon or not thread.is_alive():
+            continue
+        plugin, where = _thread_origin(thread, report)
+        if plugin is None:
+            continue  # not a plugin's: the command's own, or the program's that called accelhal.cli.main()
+        ctx.problems.append(
+            Problem(
+                code="plugin-thread",
+                severity=Severity.WARNING,
+                title=f"plugin {plugin!r} leaves thread {visible(thread.name)!r} running, which keeps programs alive",
+                detail=f"{distribution_of(report, plugin)}: the thread is not a daemon and runs {where} after "
+                "discovery; Python waits for it at the end of every program that uses accelhal, which then "
+                "does not end",
+                fix=f"its authors should start it with daemon=True (or end it); until then {_BLOCK}={plugin} "
+                "skips the plugin",
+            )
+        )
+
+
 def _check_plugin_lists(ctx: Context, report: DetectionReport) -> None:
     """A name in a plugin list that no installed plugin answers to: a typo, which holds back nothing."""
     from accelhal.discovery.plugins import names_matching_no_plugin
@@ -637,6 +680,7 @@ CHECKS: tuple[tuple[str, Callable[[Context], None]], ...] = (
     ("visible-devices", _check_visible_devices),
     ("torch-accelerator", _check_torch_accelerator),
     ("runtime-answers", _check_runtime_answers),
+    ("plugin-threads", _check_plugin_threads),
 )
 """Every check, in the order it runs (later checks use what earlier ones found)."""
 
