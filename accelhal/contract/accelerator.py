@@ -1,36 +1,8 @@
-"""``Accelerator``: the abstract base class that is the whole contract.
+"""Declare the contract every backend implements: the abstract base class :class:`Accelerator`.
 
-Every member of DeepSpeed 0.19.8's ``DeepSpeedAccelerator`` is declared here with the
-same name, argument names and defaults, so code written against
-``deepspeed.accelerator.get_accelerator()`` runs unchanged. Unlike DeepSpeed, each
-member has one return type on every backend (``current_device()`` is always an ``int``,
-``device()`` always a ``torch.device``, ``stream()`` always a context manager).
-
-Abstract are only the members each backend must answer for itself (device counting and
-selection, synchronisation, RNG, memory figures, dtype support). Everything else has a
-sound default here, so that a member added in a later :data:`~accelhal.CONTRACT_VERSION`
-never breaks an existing plugin. Unsupported features follow DeepSpeed's conventions
-where DeepSpeed's own code relies on them (``create_graph()`` returns ``None``,
-``capture_to_graph()`` is a no-op context, ``Stream``/``Event`` are ``None``) and raise
-:class:`~accelhal.UnsupportedFeatureError` elsewhere.
-
-A backend's identity (name, device type, communication backend, visible-devices
-variables, launcher exports) is declared once, in its :class:`~accelhal.BackendSpec`; the
-class names the spec and reads it from there::
-
-    class MyAccelerator(Accelerator):
-        spec = SPEC                     # BackendSpec(name="mydev", device_type="mydev", ...)
-        capabilities = frozenset({Capability.EVENTS})
-        ...
-
-A class without ``spec`` declares the same facts as class attributes (``_name``,
-``device_type``, ``_communication_backend_name``, ``_visible_devices_envs``); selection
-then checks that they agree with the spec that registered it.
-
-Fork safety: constructing an accelerator and calling the identity members (``name``,
+Fork safety: constructing an accelerator and calling its identity members (``name``,
 ``device_name(i)``, ``communication_backend_name()``, ``visible_devices_envs()``) never
-initialises the device runtime; members that touch devices may, exactly as the
-corresponding ``torch.<device>`` call does.
+initialises the device runtime; members that touch devices may, as the ``torch.<device>`` call does.
 """
 
 from __future__ import annotations
@@ -62,7 +34,7 @@ TensorFactory = Callable[..., torch.Tensor]
 
 
 class _AcceleratorMeta(abc.ABCMeta):
-    """Keeps baked members (:mod:`accelhal.contract.constant_members`) in step with the attributes they answer."""
+    """Keep baked members (:mod:`accelhal.contract.constant_members`) in step with the attributes they answer."""
 
     def __setattr__(cls, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -77,6 +49,32 @@ class _AcceleratorMeta(abc.ABCMeta):
 
 class Accelerator(metaclass=_AcceleratorMeta):
     """The contract every accelhal backend implements (DeepSpeed's vocabulary, one type per member).
+
+    Every member of DeepSpeed 0.19.8's ``DeepSpeedAccelerator`` is here with the same name,
+    argument names and defaults, so code written against ``deepspeed.accelerator.get_accelerator()``
+    runs unchanged; unlike DeepSpeed, each member has one return type on every backend
+    (``current_device()`` an ``int``, ``device()`` a ``torch.device``, ``stream()`` a context manager).
+
+    Abstract are only the members each backend must answer for itself (device counting and
+    selection, synchronisation, RNG, memory figures, dtype support); every other member has a
+    default, so a member added in a later :data:`~accelhal.CONTRACT_VERSION` never breaks an
+    existing plugin. Unsupported features follow DeepSpeed's conventions where DeepSpeed's own
+    code relies on them (``create_graph()`` returns ``None``, ``capture_to_graph()`` is a no-op
+    context, ``Stream``/``Event`` are ``None``) and raise :class:`~accelhal.UnsupportedFeatureError`
+    elsewhere.
+
+    A backend's identity (name, device type, communication backend, visible-devices variables,
+    launcher exports) is declared once, in its :class:`~accelhal.BackendSpec`, which the class
+    names::
+
+        class MyAccelerator(Accelerator):
+            spec = SPEC                     # BackendSpec(name="mydev", device_type="mydev", ...)
+            capabilities = frozenset({Capability.EVENTS})
+            ...
+
+    A class without ``spec`` declares them as class attributes (``_name``, ``device_type``,
+    ``_communication_backend_name``, ``_visible_devices_envs``); selection checks that they
+    agree with the spec that registered it.
 
     Obtain the active one with :func:`accelhal.get_accelerator`::
 
@@ -120,9 +118,10 @@ class Accelerator(metaclass=_AcceleratorMeta):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Read the subclass's identity from its ``spec``, then bake its constant members.
 
-        Each flag member a subclass does not override becomes a method returning its
-        constant (see :mod:`accelhal.contract.constant_members`); assigning the attribute later, on the
-        class or on an instance, re-bakes it. A subclass that defines the method keeps it.
+        Each flag member a subclass does not override becomes a method returning its constant
+        (:mod:`accelhal.contract.constant_members`); assigning the attribute later, on the class or
+        on an instance, re-bakes it. A subclass that defines the method keeps it. Raises
+        ``TypeError`` where the class declares an identity attribute otherwise than its spec.
         """
         super().__init_subclass__(**kwargs)
         spec = cls.__dict__.get("spec")
@@ -151,7 +150,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
                 self._follow_device_type()
 
     def __getstate__(self) -> dict[str, Any]:
-        """The instance's attributes without its baked members (pickling re-bakes them)."""
+        """Return the instance's attributes without its baked members (pickling re-bakes them)."""
         return constant_members.unbaked_state(self.__dict__)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -161,7 +160,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
             constant_members.bake_instance(self, name, Accelerator)
 
     def _follow_device_type(self) -> None:
-        """Called after ``device_type`` is assigned or deleted on the instance: rebuild what derives from it."""
+        """Rebuild what derives from ``device_type`` after it is assigned or deleted on the instance."""
 
     def __init__(self) -> None:
         """Create the accelerator. Must not initialise the device runtime."""
@@ -176,7 +175,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return f"<{type(self).__name__} name={self._name!r} device_type={self.device_type!r}>"
 
     def info(self) -> AcceleratorInfo:
-        """A JSON-serialisable description: devices, memory, dtypes, capabilities, versions.
+        """Return a JSON-serialisable description: devices, memory, dtypes, capabilities, versions.
 
         May initialise the device runtime (it asks each device for its properties).
         """
@@ -185,37 +184,37 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return describe_accelerator(self)
 
     def vendor_versions(self) -> dict[str, str]:
-        """Versions of the vendor runtime and libraries behind this backend (for reports)."""
+        """Return the versions of the vendor runtime and libraries behind this backend (for reports)."""
         return {}
 
     def device_description(self, device_index: int) -> str:
-        """A human-readable name of device ``device_index`` (e.g. ``"NVIDIA H100 80GB HBM3"``)."""
+        """Return a human-readable name of device ``device_index`` (e.g. ``"NVIDIA H100 80GB HBM3"``)."""
         return self.device_name(device_index)
 
     def device_capability(self, device_index: int) -> str | None:
-        """The device's compute capability or architecture string, where the runtime has one."""
+        """Return the device's compute capability or architecture string, where the runtime has one."""
         return None
 
     # ------------------------------------------------------------------ execution model
     def is_synchronized_device(self) -> bool:
-        """True when the device runs synchronously with the host (DeepSpeed then skips side streams)."""
+        """Return True when the device runs synchronously with the host (DeepSpeed then skips side streams)."""
         return self._is_synchronized_device
 
     def use_host_timers(self) -> bool:
-        """True when timing should use host clocks instead of device events."""
+        """Return True when timing should use host clocks instead of device events."""
         return self._uses_host_timers
 
     def resolves_data_dependency(self) -> bool:
-        """True when the device orders work across streams by itself."""
+        """Return True when the device orders work across streams by itself."""
         return self._resolves_data_dependency
 
     def handles_memory_backpressure(self) -> bool:
-        """True when the device blocks enqueueing while memory is full."""
+        """Return True when the device blocks enqueueing while memory is full."""
         return self._handles_memory_backpressure
 
     # ------------------------------------------------------------------ devices
     def device_name(self, device_index: int | None = None) -> str:
-        """The device string: ``"cuda"`` for ``None``, ``"cuda:1"`` for ``1``.
+        """Return the device string: ``"cuda"`` for ``None``, ``"cuda:1"`` for ``1``.
 
         >>> acc.device_name(), acc.device_name(0)  # on a cuda machine
         ('cuda', 'cuda:0')
@@ -225,11 +224,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self._indexed_device_name(device_index)
 
     def _indexed_device_name(self, device_index: int) -> str:
-        """``"<device_type>:<index>"`` for :meth:`device_name` (validates the index)."""
+        """Return ``"<device_type>:<index>"`` for :meth:`device_name` (validates the index)."""
         return f"{self.device_type}:{check_device_index(device_index)}"
 
     def device(self, device_index: int | None = None) -> torch.device:
-        """The ``torch.device`` of ``device_index`` (the current device when ``None``).
+        """Return the ``torch.device`` of ``device_index`` (the current device when ``None``).
 
         Always a ``torch.device``, never a vendor context-manager class (DeepSpeed's mlu
         and sdaa backends got this wrong).
@@ -243,15 +242,15 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def current_device(self) -> int:
-        """The index of the current device, always an ``int``."""
+        """Return the index of the current device, always an ``int``."""
 
     def current_device_name(self) -> str:
-        """``"<device_type>:<current index>"``, the form to pass as ``device=``."""
+        """Return ``"<device_type>:<current index>"``, the form to pass as ``device=``."""
         return f"{self.device_type}:{self.current_device()}"
 
     @abc.abstractmethod
     def device_count(self) -> int:
-        """The number of devices this process can see."""
+        """Return the number of devices this process can see."""
 
     @abc.abstractmethod
     def synchronize(self, device_index: int | None = None) -> None:
@@ -259,11 +258,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def is_available(self) -> bool:
-        """True when the runtime is present and at least one device is usable."""
+        """Return True when the runtime is present and at least one device is usable."""
 
     # ------------------------------------------------------------------ RNG
     def random(self) -> types.ModuleType:
-        """The module exposing the RNG API (``torch.random``)."""
+        """Return the module exposing the RNG API (``torch.random``)."""
         return torch.random
 
     @abc.abstractmethod
@@ -272,7 +271,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
-        """The generator state of ``device_index`` as a ``torch.uint8`` tensor."""
+        """Return the generator state of ``device_index`` as a ``torch.uint8`` tensor."""
 
     @abc.abstractmethod
     def manual_seed(self, seed: int) -> None:
@@ -284,11 +283,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def initial_seed(self) -> int:
-        """The initial seed of the current device's generator."""
+        """Return the initial seed of the current device's generator."""
 
     @abc.abstractmethod
     def default_generator(self, device_index: int) -> torch.Generator:
-        """The default ``torch.Generator`` of ``device_index``."""
+        """Return the default ``torch.Generator`` of ``device_index``."""
 
     # ------------------------------------------------------------------ streams and events
     _stream_class: ClassVar[type[Any] | None] = None
@@ -312,15 +311,15 @@ class Accelerator(metaclass=_AcceleratorMeta):
         )
 
     def stream(self, stream: Any) -> contextlib.AbstractContextManager[Any]:
-        """A context manager that makes ``stream`` current; a no-op context without streams."""
+        """Return a context manager that makes ``stream`` current; a no-op context without streams."""
         return contextlib.nullcontext(stream)
 
     def current_stream(self, device_index: int | None = None) -> Any:
-        """The current stream of ``device_index``, or ``None`` without streams."""
+        """Return the current stream of ``device_index``, or ``None`` without streams."""
         return None
 
     def default_stream(self, device_index: int | None = None) -> Any:
-        """The default stream of ``device_index``, or ``None`` without streams."""
+        """Return the default stream of ``device_index``, or ``None`` without streams."""
         return None
 
     # ------------------------------------------------------------------ memory
@@ -330,31 +329,31 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def memory_allocated(self, device_index: int | None = None) -> int:
-        """Bytes currently held by tensors."""
+        """Return the bytes currently held by tensors."""
 
     @abc.abstractmethod
     def max_memory_allocated(self, device_index: int | None = None) -> int:
-        """Peak of :meth:`memory_allocated` since the last reset."""
+        """Return the peak of :meth:`memory_allocated` since the last reset."""
 
     def reset_max_memory_allocated(self, device_index: int | None = None) -> None:
         """Reset the peak of :meth:`memory_allocated` (and every other peak, as torch does)."""
         self.reset_peak_memory_stats(device_index)
 
     def memory_cached(self, device_index: int | None = None) -> int:
-        """Legacy name of :meth:`memory_reserved`."""
+        """Return :meth:`memory_reserved` (a legacy name)."""
         return self.memory_reserved(device_index)
 
     def max_memory_cached(self, device_index: int | None = None) -> int:
-        """Legacy name of :meth:`max_memory_reserved`."""
+        """Return :meth:`max_memory_reserved` (a legacy name)."""
         return self.max_memory_reserved(device_index)
 
     def reset_max_memory_cached(self, device_index: int | None = None) -> None:
-        """Legacy name: reset the reserved-memory peak."""
+        """Reset the reserved-memory peak (a legacy name)."""
         self.reset_peak_memory_stats(device_index)
 
     @abc.abstractmethod
     def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
-        """Allocator statistics, keyed in torch.cuda's style (``"allocated_bytes.all.current"``, ...)."""
+        """Return the allocator statistics, keyed in torch.cuda's style (``"allocated_bytes.all.current"``, ...)."""
 
     @abc.abstractmethod
     def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
@@ -362,35 +361,35 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def memory_reserved(self, device_index: int | None = None) -> int:
-        """Bytes reserved by the allocator."""
+        """Return the bytes reserved by the allocator."""
 
     @abc.abstractmethod
     def max_memory_reserved(self, device_index: int | None = None) -> int:
-        """Peak of :meth:`memory_reserved` since the last reset."""
+        """Return the peak of :meth:`memory_reserved` since the last reset."""
 
     @abc.abstractmethod
     def total_memory(self, device_index: int | None = None) -> int:
-        """The device's capacity in bytes."""
+        """Return the device's capacity in bytes."""
 
     @abc.abstractmethod
     def available_memory(self, device_index: int | None = None) -> int:
-        """Free bytes on the device, from the driver where it can say."""
+        """Return the free bytes on the device, from the driver where it can say."""
 
     # ------------------------------------------------------------------ dtypes
     @abc.abstractmethod
     def is_bf16_supported(self) -> bool:
-        """True when bfloat16 tensors are usable for training on this device."""
+        """Return True when bfloat16 tensors are usable for training on this device."""
 
     @abc.abstractmethod
     def is_fp16_supported(self) -> bool:
-        """True when float16 tensors are usable for training on this device."""
+        """Return True when float16 tensors are usable for training on this device."""
 
     def is_fp64_supported(self) -> bool:
-        """True when float64 tensors are usable on this device."""
+        """Return True when float64 tensors are usable on this device."""
         return True
 
     def supported_dtypes(self) -> list[torch.dtype]:
-        """The floating dtypes usable for training, ``torch.float32`` first."""
+        """Return the floating dtypes usable for training, ``torch.float32`` first."""
         dtypes = [torch.float32]
         if self.is_fp16_supported():
             dtypes.append(torch.float16)
@@ -416,7 +415,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return callback()
 
     def communication_backend_name(self) -> str:
-        """The ``torch.distributed`` backend for this device (``"nccl"``, ``"hccl"``, ``"gloo"``).
+        """Return the ``torch.distributed`` backend for this device (``"nccl"``, ``"hccl"``, ``"gloo"``).
 
         ``""`` where the device has none (the generic backend of a device type that
         ``torch.distributed`` registers no backend for).
@@ -424,26 +423,26 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self._communication_backend_name
 
     def is_triton_supported(self) -> bool:
-        """True when Triton kernels can run on the current device."""
+        """Return True when Triton kernels can run on the current device."""
         return False
 
     def prefer_triton_grouped_mm(self) -> bool:
-        """True when a Triton grouped GEMM beats ``torch._grouped_mm`` here (MoE)."""
+        """Return True when a Triton grouped GEMM beats ``torch._grouped_mm`` here (MoE)."""
         return False
 
     # ------------------------------------------------------------------ graphs
     def is_current_stream_capturing(self) -> bool:
-        """True while a graph capture is in progress on the current stream."""
+        """Return True while a graph capture is in progress on the current stream."""
         return False
 
     def create_graph(self) -> Any:
-        """A new, empty graph object, or ``None`` where graphs are unsupported."""
+        """Return a new, empty graph object, or ``None`` where graphs are unsupported."""
         return None
 
     def capture_to_graph(
         self, graph: Any, pool: Any = None, stream: Any = None
     ) -> contextlib.AbstractContextManager[Any]:
-        """A context manager that records the work in its body into ``graph``.
+        """Return a context manager that records the work in its body into ``graph``.
 
         A no-op context where graphs are unsupported (the body then runs eagerly).
         """
@@ -495,11 +494,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return tensor.pin_memory()
 
     def _torch_empty_pinned(self, tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
-        """A fresh page-locked buffer of ``shape`` with ``tensor``'s dtype."""
+        """Return a fresh page-locked buffer of ``shape`` with ``tensor``'s dtype."""
         return tensor.new_empty(tuple(shape), pin_memory=True)
 
     def _torch_is_pinned(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` lives in page-locked host memory."""
+        """Return whether ``tensor`` lives in page-locked host memory."""
         return bool(tensor.is_pinned())
 
     def register_host_memory(self, address: int, num_bytes: int) -> bool:
@@ -511,12 +510,12 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return None
 
     def pin_memory_alignment(self) -> int:
-        """Byte alignment required for :meth:`register_host_memory`; 1 means none."""
+        """Return the byte alignment required for :meth:`register_host_memory`; 1 means none."""
         return 1
 
     @staticmethod
     def _shape_numel(shape: Sequence[int]) -> int:
-        """The number of elements of ``shape`` (DeepSpeed's helper of the same name, for code that calls it)."""
+        """Return the number of elements of ``shape`` (DeepSpeed's helper of the same name, for code that calls it)."""
         return math.prod(int(dim) for dim in shape)
 
     @staticmethod
@@ -532,7 +531,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self._torch_empty_pinned(template, shape)
 
     def pin_memory(self, tensor: torch.Tensor, make_copy: bool = True, match_shape: bool = True) -> torch.Tensor:
-        """A page-locked copy of host ``tensor``.
+        """Return a page-locked copy of host ``tensor``.
 
         With ``make_copy=False`` the tensor is only a shape/dtype template and a fresh,
         uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
@@ -548,7 +547,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
     def pin_empty(
         self, *size: int | Sequence[int], dtype: torch.dtype, device: str | torch.device = "cpu"
     ) -> torch.Tensor:
-        """An uninitialised pinned host buffer: ``pin_empty(2, 3, dtype=torch.float32)``."""
+        """Return an uninitialised pinned host buffer: ``pin_empty(2, 3, dtype=torch.float32)``."""
         self._require_host_device(device)
         first = size[0] if len(size) == 1 else None
         shape = tuple(first) if isinstance(first, (tuple, list, torch.Size)) else tuple(size)
@@ -558,13 +557,13 @@ class Accelerator(metaclass=_AcceleratorMeta):
     def pin_empty_like(
         self, tensor: torch.Tensor, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
     ) -> torch.Tensor:
-        """An uninitialised pinned host buffer shaped like ``tensor``."""
+        """Return an uninitialised pinned host buffer shaped like ``tensor``."""
         self._require_host_device(device)
         template = tensor.new_empty((0,), dtype=tensor.dtype if dtype is None else dtype, device=device)
         return self._pin_fresh(template, tuple(tensor.shape))
 
     def is_pinned(self, tensor: torch.Tensor) -> bool:
-        """Whether ``tensor`` is page-locked; False for storage-less (meta, fake) tensors.
+        """Return whether ``tensor`` is page-locked; False for storage-less (meta, fake) tensors.
 
         Raises:
             TypeError: ``tensor`` is not a ``torch.Tensor``.
@@ -582,12 +581,12 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return None
 
     def on_accelerator(self, tensor: torch.Tensor) -> bool:
-        """True when ``tensor`` lives on this backend's device type."""
+        """Return True when ``tensor`` lives on this backend's device type."""
         return tensor.device.type == self.device_type
 
     # ------------------------------------------------------------------ op builders
     def op_builder_dir(self) -> str:
-        """The dotted package that holds this backend's op builders."""
+        """Return the dotted package that holds this backend's op builders."""
         from accelhal.ops import op_builder_dir
 
         return op_builder_dir(self._name)
@@ -601,7 +600,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self.get_op_builder(class_name)()
 
     def get_op_builder(self, class_name: str) -> type[Any]:
-        """The op builder class ``class_name`` for this backend (``NotImplementedBuilder`` when unknown)."""
+        """Return the op builder class ``class_name`` for this backend (``NotImplementedBuilder`` when unknown)."""
         from accelhal.ops import get_op_builder
 
         if not isinstance(class_name, str):
@@ -609,7 +608,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return get_op_builder(self._name, class_name)
 
     def build_extension(self) -> type[Any]:
-        """The setuptools ``build_ext`` class for ahead-of-time builds."""
+        """Return the setuptools ``build_ext`` class for ahead-of-time builds."""
         from torch.utils.cpp_extension import BuildExtension
 
         return BuildExtension
@@ -644,7 +643,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     # ------------------------------------------------------------------ torch.compile
     def get_compile_backend(self) -> str:
-        """The ``torch.compile`` backend that works on this device: ``compile_backend_choice().backend``.
+        """Return the ``torch.compile`` backend that works on this device: ``compile_backend_choice().backend``.
 
         The one :meth:`set_compile_backend` chose, else the vendor's (the spec's
         ``compile_backend``; hpu: ``"hpu_backend"``), else ``"inductor"`` where Inductor generates
@@ -656,7 +655,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return self.compile_backend_choice().backend
 
     def compile_backend_choice(self) -> CompileChoice:
-        """What :meth:`get_compile_backend` answers, and why (``accelhal info`` shows it)."""
+        """Return what :meth:`get_compile_backend` answers, and why (``accelhal info`` shows it)."""
         from accelhal.contract import compile_backend
 
         if self._compile_backend:
@@ -677,7 +676,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         self._compile_backend = backend
 
     def _vendor_compile_backend(self) -> str:
-        """The vendor's ``torch.compile`` backend: the spec's ``compile_backend``, else ``_default_compile_backend``."""
+        """Return the vendor's ``torch.compile`` backend: the spec's, else ``_default_compile_backend``."""
         spec = type(self).spec
         return (spec.compile_backend if spec is not None else "") or self._default_compile_backend
 
@@ -698,7 +697,7 @@ def _refuse_second_declaration(cls: type, spec: BackendSpec, attribute: str, val
 
 
 def _disagrees(cls: type, spec: BackendSpec | None) -> bool:
-    """Whether ``cls`` answers one of ``spec``'s identity facts otherwise (``_name = "acme"`` under cpu's spec)."""
+    """Return whether ``cls`` answers one of ``spec``'s identity facts otherwise (``_name = "acme"`` under cpu's)."""
     if spec is None:
         return False
     for attribute, value in _identity(spec).items():
@@ -711,7 +710,7 @@ def _disagrees(cls: type, spec: BackendSpec | None) -> bool:
 
 
 def _identity(spec: BackendSpec) -> dict[str, object]:
-    """The class attributes a spec answers for its accelerator class."""
+    """Return the class attributes a spec answers for its accelerator class."""
     return {
         "_name": spec.name,
         "device_type": spec.device_type,

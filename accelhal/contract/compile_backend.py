@@ -1,37 +1,8 @@
-"""Which ``torch.compile`` backend works on a device, known without compiling anything.
+"""Choose the ``torch.compile`` backend that works on a device, without compiling anything.
 
-:meth:`accelhal.Accelerator.get_compile_backend` answers with :func:`choose`, first match:
-
-1. the name :meth:`~accelhal.Accelerator.set_compile_backend` chose (:func:`check` checked it);
-2. the vendor's backend, declared by the backend's spec (:attr:`accelhal.BackendSpec.compile_backend`;
-   hpu: ``"hpu_backend"``), which the vendor's package registers with ``torch._dynamo``;
-3. :data:`INDUCTOR` where Inductor generates code for the device type (:func:`inductor_support`);
-4. :data:`FALLBACK`, ``"aot_eager"``: the graphs Dynamo captures, through AOTAutograd, run by
-   the device's own eager kernels. Nothing is generated, so it runs wherever the device runs
-   eager PyTorch, out-of-tree (PrivateUse1) devices included, for which torch itself has no
-   Inductor code generation.
-
-Inductor generates code for torch's own device types in :data:`INDUCTOR_DEVICE_TYPES` where
-what it generates can be built: cpu needs a C++ compiler (Inductor's own choice: ``$CXX``, else
-``g++``, ``clang++`` on macOS, ``cl`` on Windows), cuda and xpu need the ``triton`` package. Any
-other device type has it only where its vendor registered a code generator: with
-``torch._inductor.codegen.common.register_backend_for_device``, or, for the PrivateUse1 device,
-as attributes ``Scheduling``, ``PythonWrapperCodegen`` and ``CppWrapperCodegen`` of its device
-module, which Inductor registers on first use.
-
-Choosing reads only facts that cost microseconds: whether a package is installed
-(``importlib.util.find_spec``), a program on ``PATH``, modules the process already imported. It
-never imports ``torch._dynamo`` or Inductor (seconds, see ``docs/compile.md``) and creates no
-device context. :func:`check` imports ``torch._dynamo``, whose registry alone knows the backend
-names, and for ``"inductor"`` on a device type the cheap facts leave without a code generator
-it asks Inductor's own registry too (a vendor may register its generator only when Inductor
-is imported). Not seen without a device query, and so left
-to Inductor's own error: a cuda GPU older than Triton supports (compute capability below 7.0).
-
-    >>> choose("cpu")                           # g++ on PATH
-    CompileChoice(backend='inductor', reason="Inductor generates C++ for 'cpu'; the C++ compiler ...", ...)
-    >>> choose("testdev").backend               # an out-of-tree device with no code generator registered
-    'aot_eager'
+:func:`choose` answers :meth:`accelhal.Accelerator.get_compile_backend` and imports neither
+``torch._dynamo`` nor Inductor; :func:`check` vets a name given to
+:meth:`~accelhal.Accelerator.set_compile_backend`. The rules, device by device: ``docs/compile.md``.
 """
 
 from __future__ import annotations
@@ -101,14 +72,14 @@ class InductorSupport:
 
 
 def _cpp_compiler() -> str:
-    """The C++ compiler Inductor runs (``torch._inductor.config.cpp.cxx``'s last entry)."""
+    """Return the C++ compiler Inductor runs (``torch._inductor.config.cpp.cxx``'s last entry)."""
     if sys.platform == "win32":
         return os.environ.get("CXX", "cl")
     return os.environ.get("CXX", "clang++" if sys.platform == "darwin" else "g++")
 
 
 def _torch_release() -> tuple[int, int]:
-    """This torch's release as (major, minor): ``2.6.0+cu124`` -> ``(2, 6)``, ``2.7.0a0+git...`` -> ``(2, 7)``."""
+    """Return this torch's release (major, minor): ``2.6.0+cu124`` -> ``(2, 6)``, ``2.7.0a0+git...`` -> ``(2, 7)``."""
     import torch
 
     major, minor = str(torch.__version__).split(".")[:2]
@@ -116,7 +87,7 @@ def _torch_release() -> tuple[int, int]:
 
 
 def _missing_toolchain(device_type: str) -> tuple[str, str]:
-    """What building Inductor's code for ``device_type`` needs: (what is missing or ``""``, what was found)."""
+    """Return what building Inductor's code for ``device_type`` needs: (what is missing or ``""``, what was found)."""
     if device_type == "cpu":
         compiler = _cpp_compiler()
         if shutil.which(compiler) is None:
@@ -130,7 +101,7 @@ def _missing_toolchain(device_type: str) -> tuple[str, str]:
 
 
 def _vendor_codegen(device_type: str) -> str:
-    """How the vendor registered Inductor code generation for ``device_type``; ``""`` when it did not.
+    """Return how the vendor registered Inductor code generation for ``device_type``; ``""`` when it did not.
 
     Reads only modules already imported: a vendor that registered one has imported them.
     """
@@ -150,7 +121,7 @@ def _vendor_codegen(device_type: str) -> str:
 
 
 def _inductor_registry_has(device_type: str) -> bool:
-    """Whether Inductor's own registry, once it has registered every code generator it knows, has ``device_type``.
+    """Return whether Inductor's registry, once it has registered every code generator it knows, has ``device_type``.
 
     Imports Inductor's code generation (seconds): only :func:`check` asks, for ``"inductor"``.
     """
@@ -165,7 +136,15 @@ def _inductor_registry_has(device_type: str) -> bool:
 
 
 def inductor_support(device_type: str, *, ask_inductor: bool = False) -> InductorSupport:
-    """Whether Inductor generates code for ``device_type`` here, and why (see the module's docstring).
+    """Return whether Inductor generates code for ``device_type`` here, and why.
+
+    Inductor generates code for torch's own device types in :data:`INDUCTOR_DEVICE_TYPES` where
+    it can be built: cpu needs a C++ compiler on ``PATH`` (``$CXX``, else ``g++``, ``clang++`` on
+    macOS, ``cl`` on Windows), cuda and xpu the ``triton`` package. Any other device type has it
+    only where its vendor registered a code generator (``register_backend_for_device``, or, for
+    the PrivateUse1 device, the :data:`VENDOR_CODEGEN_ATTRIBUTES` of its device module). A cuda
+    GPU older than Triton supports is not seen here (that needs a device query): Inductor's own
+    error tells it.
 
     With ``ask_inductor``, a device type that the cheap facts leave without a code generator
     is also looked up in Inductor's own registry (which imports Inductor: seconds); a vendor
@@ -201,10 +180,19 @@ def inductor_support(device_type: str, *, ask_inductor: bool = False) -> Inducto
 
 
 def choose(device_type: str, vendor_backend: str = "") -> CompileChoice:
-    """The backend for ``device_type`` when none was set: the vendor's, else Inductor where it works, else the fallback.
+    """Return the backend for ``device_type`` when none was set: the vendor's, else Inductor, else the fallback.
 
-    ``vendor_backend`` is the spec's :attr:`~accelhal.BackendSpec.compile_backend`. Imports
-    neither ``torch._dynamo`` nor Inductor.
+    First match: ``vendor_backend``, the spec's :attr:`~accelhal.BackendSpec.compile_backend`
+    (which the vendor's package registers with ``torch._dynamo``); :data:`INDUCTOR` where
+    :func:`inductor_support` says Inductor generates code for the device type; else
+    :data:`FALLBACK`, whose captured graphs run on the device's own eager kernels, so it works
+    wherever the device runs eager PyTorch. Imports neither ``torch._dynamo`` nor Inductor and
+    creates no device context.
+
+    >>> choose("cpu")                           # g++ on PATH
+    CompileChoice(backend='inductor', reason="Inductor generates C++ for 'cpu'; the C++ compiler ...", ...)
+    >>> choose("testdev").backend               # an out-of-tree device with no code generator registered
+    'aot_eager'
     """
     if vendor_backend:
         return CompileChoice(
@@ -218,7 +206,7 @@ def choose(device_type: str, vendor_backend: str = "") -> CompileChoice:
 
 
 def registered_backends() -> list[str]:
-    """Every backend name ``torch.compile`` accepts here: ``torch._dynamo.list_backends(exclude_tags=())``.
+    """Return every backend name ``torch.compile`` accepts here: ``torch._dynamo.list_backends(exclude_tags=())``.
 
     Imports ``torch._dynamo`` (seconds, once per process), which also loads the names vendors
     register through the ``torch_dynamo_backends`` entry points.

@@ -1,16 +1,8 @@
-"""The contract's fast paths: members whose answer is a backend's constant, compiled with it as a literal.
+"""Compile the contract's constant members per backend class, their answer a literal in the code.
 
-DeepSpeed-style code calls the execution-model flags, ``device_name()`` and
-``communication_backend_name()`` many times per step. A method returning a literal costs
-a quarter of one reading an attribute through the instance (``benchmarks/members.py``
-holds these members to 1.10x a plain method returning the constant), so for each member
-of :data:`CONSTANT_MEMBERS` that a backend does not define itself, the class gets a
-method with the attribute's value in its code object's constants.
-
-The constants follow the attributes: :func:`bake` runs when a backend class is created,
-again when a baked attribute is assigned on the class (or on a base class it inherits the
-attribute from), and :func:`bake_instance` when one is assigned on an instance. This
-module is the only writer of baked members.
+:func:`bake` gives a backend class a method for each member of :data:`CONSTANT_MEMBERS` it does
+not define itself, and its ``*Tensor`` factories; assigning an answering attribute later re-bakes
+(:func:`rebake_tree`, :func:`bake_instance`). This module is the only writer of baked members.
 """
 
 from __future__ import annotations
@@ -63,11 +55,10 @@ FACTORY_DTYPES: dict[str, str] = {}
 
 
 def tensor_factory_property(dtype_name: str, doc: str) -> property:
-    """A ``*Tensor`` property: ``acc.FloatTensor`` returns ``factory(data) -> tensor``.
+    """Return a ``*Tensor`` property: ``acc.FloatTensor`` returns ``factory(data) -> tensor``.
 
-    The getter is an ``operator.attrgetter`` (C code, no Python frame) reading a
-    ``functools.partial(torch.tensor, dtype=..., device=<device_type>)`` that :func:`bake`
-    stores on each backend class, so reading the property costs no more than an attribute.
+    It reads the ``functools.partial(torch.tensor, dtype=..., device=<device_type>)`` that
+    :func:`bake` stores on each backend class.
     """
     attribute = f"_{dtype_name}_tensor_factory"
     FACTORY_DTYPES[attribute] = dtype_name
@@ -75,7 +66,7 @@ def tensor_factory_property(dtype_name: str, doc: str) -> property:
 
 
 def _constant_member(base: Callable[..., Any], value: object, template: Callable[..., Any]) -> Callable[..., Any]:
-    """A function with ``base``'s name, signature and docstring: ``template`` with ``value`` as a literal."""
+    """Return a function with ``base``'s name, signature and docstring: ``template`` with ``value`` as a literal."""
     code = template.__code__
     code = code.replace(co_consts=tuple(value if c == _PLACEHOLDER else c for c in code.co_consts))
     member = types.FunctionType(code, template.__globals__, base.__name__, template.__defaults__)
@@ -108,13 +99,13 @@ def bake(cls: type, base: type) -> None:
 
 
 def is_descriptor(cls: type, attribute: str) -> bool:
-    """Whether ``cls`` defines ``attribute`` as a descriptor (a property): then instances answer it, not the class."""
+    """Return whether ``cls`` defines ``attribute`` as a descriptor (a property), which instances answer."""
     raw = next((klass.__dict__[attribute] for klass in cls.__mro__ if attribute in klass.__dict__), None)
     return hasattr(type(raw), "__get__")
 
 
 def rebake_tree(cls: type, base: type) -> None:
-    """:func:`bake` ``cls`` and every subclass of it (after a baked attribute changed on ``cls``)."""
+    """Bake ``cls`` and every subclass of it (after a baked attribute changed on ``cls``)."""
     pending = [cls]
     while pending:
         klass = pending.pop()
@@ -150,7 +141,7 @@ def unbake_instance(instance: Any, attribute: str) -> None:
 
 
 def unbaked_state(state: dict[str, Any]) -> dict[str, Any]:
-    """``state`` (an instance's ``__dict__``) without the members and factories baked on the instance."""
+    """Return ``state`` (an instance's ``__dict__``) without the members and factories baked on the instance."""
     return {
         name: value
         for name, value in state.items()

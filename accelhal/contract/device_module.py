@@ -1,34 +1,8 @@
-"""``DeviceModuleAccelerator``: the whole contract, implemented once over a torch.cuda-shaped module.
+"""Implement the whole contract once over a torch.cuda-shaped device module: :class:`DeviceModuleAccelerator`.
 
-``torch.cuda``, ``torch.xpu``, ``torch.npu`` (torch_npu), ``torch.mlu`` (torch_mlu),
-``torch.sdaa`` (torch_sdaa) and Gaudi's ``habana_frameworks.torch.hpu`` share one shape:
-``device_count()``, ``current_device()``, ``Stream``/``Event``, ``memory_allocated(device)``
-and so on. A backend over such a module is one declaration, with no class of its own unless its
-behaviour differs::
-
-    SPEC = BackendSpec.for_device_module(
-        "npu", priority=800, package="torch_npu", comm_backend="hccl",
-        visible_devices_envs=("ASCEND_RT_VISIBLE_DEVICES",), hint="source CANN's set_env.sh",
-    )
-
-What a module lacks is found by looking when the accelerator is constructed, never
-assumed: without ``mem_get_info`` available memory is total minus allocated; without
-``get_device_name``/``get_device_capability`` the contract's answers; without
-``_lazy_call`` callbacks run at once; graphs where the module has ``graph`` and a
-``<TYPE>Graph`` class; profiler ranges where it has an ``nvtx``/``cnpx`` submodule. The
-capabilities an instance reports are what it found.
-
-The module is resolved when the accelerator is constructed; a missing or broken vendor
-package raises :class:`~accelhal.BackendUnavailableError` naming the package. Construction
-never initialises the device runtime.
-
-Speed: the members whose torch function has the same arguments (``current_device``,
-``device_count``, ``manual_seed``, ``manual_seed_all``, ``initial_seed``, ``empty_cache``,
-``stream``) are the torch function itself, bound on the instance in ``__init__`` (unless a
-subclass overrides them): the class declares them with :func:`_module_function`, whose
-forwarding body is exactly what the bound function does. Arguments are those torch takes.
-A ``device_index`` of ``None`` is not passed on: the
-module's function is called without it (runtimes such as Gaudi's take no index there).
+A backend over ``torch.cuda``, ``torch.xpu``, ``torch.npu`` and their like is one
+:meth:`~accelhal.BackendSpec.for_device_module` declaration, with no class of its own unless its
+behaviour differs. Constructing the accelerator never initialises the device runtime.
 """
 
 from __future__ import annotations
@@ -80,7 +54,7 @@ class _PerIndex(dict[Any, _V]):
 
 
 def _module_function(name: str, namespace: str = "_m") -> Any:
-    """A member that is the device module's function ``name`` (bound on each instance by ``__init__``).
+    """Return a member that is the device module's function ``name`` (bound on each instance by ``__init__``).
 
     The body runs only where the instance binding does not exist (the method called
     through the class): it forwards to the same function with the same arguments.
@@ -112,7 +86,7 @@ RANGE_MODULES = ("nvtx", "cnpx", "brtx")
 
 
 def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
-    """``index -> default stream``, for runtimes without ``default_stream`` (``torch.xpu``, ``torch.accelerator``).
+    """Return ``index -> default stream`` for a runtime without ``default_stream`` (``torch.xpu``, ...).
 
     A thread's current stream starts as the device's default stream, so each device's is
     read once, as ``current_stream(index)`` in a new thread.
@@ -139,7 +113,23 @@ def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
 
 
 class DeviceModuleAccelerator(Accelerator):
-    """The contract over a torch.cuda-shaped device module (see the module docstring)."""
+    """The contract over a torch.cuda-shaped device module, named by the backend's spec.
+
+    Construction imports the vendor package and the device module (a missing or broken one
+    raises :class:`~accelhal.BackendUnavailableError` naming the package) and looks at what the
+    module has, never initialising the runtime; :attr:`capabilities` reports what it found.
+    Where the module lacks a function a member falls back (without ``mem_get_info`` available
+    memory is total minus allocated; without ``_lazy_call`` a callback runs at once; graphs and
+    profiler ranges only where the module has them). Members take the arguments torch's take;
+    a ``device_index`` of ``None`` is not passed on (runtimes such as Gaudi's take none there).
+
+    Example::
+
+        SPEC = BackendSpec.for_device_module(
+            "npu", priority=800, package="torch_npu", comm_backend="hccl",
+            visible_devices_envs=("ASCEND_RT_VISIBLE_DEVICES",), hint="source CANN's set_env.sh",
+        )
+    """
 
     _vendor_package: ClassVar[str] = "torch"
     """The package imported first (it registers the device module); read from the spec's ``package``."""
@@ -202,7 +192,7 @@ class DeviceModuleAccelerator(Accelerator):
 
     @classmethod
     def bound_members(cls) -> dict[str, str]:
-        """The members this class binds to torch functions: ``{name: "_m" or "_rng"}`` (not overridden)."""
+        """Return the members this class binds to torch functions: ``{name: "_m" or "_rng"}`` (not overridden)."""
         return {
             name: value._accelhal_module_function
             for name in dir(cls)
@@ -216,7 +206,7 @@ class DeviceModuleAccelerator(Accelerator):
         return module
 
     def vendor_versions(self) -> dict[str, str]:
-        """The vendor package's version (``{"torch_npu": "2.6.0"}``); empty for torch's own modules."""
+        """Return the vendor package's version (``{"torch_npu": "2.6.0"}``); empty for torch's own modules."""
         if self._vendor_package == "torch":
             return {}
         package = sys.modules.get(self._vendor_package.partition(".")[0])
@@ -229,11 +219,11 @@ class DeviceModuleAccelerator(Accelerator):
         self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
 
     def _indexed_device_name(self, device_index: int) -> str:
-        """``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""
+        """Return ``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""
         return self._names[device_index]
 
     def device(self, device_index: int | None = None) -> torch.device:
-        """The ``torch.device`` of ``device_index`` (the current device when ``None``), cached per index."""
+        """Return the ``torch.device`` of ``device_index`` (the current device when ``None``), cached per index."""
         return self._devices[self.current_device() if device_index is None else device_index]
 
     def set_device(self, device_index: int) -> None:
@@ -241,7 +231,7 @@ class DeviceModuleAccelerator(Accelerator):
         self._m.set_device(device_index)
 
     def current_device_name(self) -> str:
-        """``"<type>:<current index>"``."""
+        """Return ``"<type>:<current index>"``."""
         return self._names[self.current_device()]
 
     def synchronize(self, device_index: int | None = None) -> None:
@@ -252,7 +242,7 @@ class DeviceModuleAccelerator(Accelerator):
             self._m.synchronize(device_index)
 
     def is_available(self) -> bool:
-        """True when at least one device is visible; counts without initialising the runtime."""
+        """Return True when at least one device is visible; counts without initialising the runtime."""
         count: int = self._m.device_count()
         return count > 0
 
@@ -265,7 +255,7 @@ class DeviceModuleAccelerator(Accelerator):
             self._rng.set_rng_state(new_state, device_index)
 
     def get_rng_state(self, device_index: int | None = None) -> torch.Tensor:
-        """The generator state of ``device_index`` (current device when ``None``)."""
+        """Return the generator state of ``device_index`` (current device when ``None``)."""
         if device_index is None:
             state: torch.Tensor = self._rng.get_rng_state()
         else:
@@ -273,7 +263,7 @@ class DeviceModuleAccelerator(Accelerator):
         return state
 
     def default_generator(self, device_index: int) -> torch.Generator:
-        """The default generator of ``device_index`` (initialises the runtime, which creates them)."""
+        """Return the default generator of ``device_index`` (initialises the runtime, which creates them)."""
         generators = self._rng.default_generators
         if not generators:
             self._m.current_device()  # the runtime's lazy initialisation fills default_generators
@@ -289,11 +279,11 @@ class DeviceModuleAccelerator(Accelerator):
         return stream_class
 
     def current_stream(self, device_index: int | None = None) -> Any:
-        """The current stream of ``device_index``."""
+        """Return the current stream of ``device_index``."""
         return self._m.current_stream() if device_index is None else self._m.current_stream(device_index)
 
     def default_stream(self, device_index: int | None = None) -> Any:
-        """The default stream of ``device_index``."""
+        """Return the default stream of ``device_index``."""
         return self._m.default_stream() if device_index is None else self._m.default_stream(device_index)
 
     @property
@@ -304,18 +294,18 @@ class DeviceModuleAccelerator(Accelerator):
 
     # ------------------------------------------------------------------ memory
     def memory_allocated(self, device_index: int | None = None) -> int:
-        """Bytes held by tensors on ``device_index``."""
+        """Return the bytes held by tensors on ``device_index``."""
         value: int = self._m.memory_allocated() if device_index is None else self._m.memory_allocated(device_index)
         return value
 
     def max_memory_allocated(self, device_index: int | None = None) -> int:
-        """Peak of :meth:`memory_allocated` since the last reset."""
+        """Return the peak of :meth:`memory_allocated` since the last reset."""
         m = self._m
         value: int = m.max_memory_allocated() if device_index is None else m.max_memory_allocated(device_index)
         return value
 
     def memory_stats(self, device_index: int | None = None) -> dict[str, Any]:
-        """The allocator's statistics (``"allocated_bytes.all.current"``, ...)."""
+        """Return the allocator's statistics (``"allocated_bytes.all.current"``, ...)."""
         return dict(self._m.memory_stats() if device_index is None else self._m.memory_stats(device_index))
 
     def reset_peak_memory_stats(self, device_index: int | None = None) -> None:
@@ -326,12 +316,12 @@ class DeviceModuleAccelerator(Accelerator):
             self._m.reset_peak_memory_stats(device_index)
 
     def memory_reserved(self, device_index: int | None = None) -> int:
-        """Bytes reserved by the caching allocator."""
+        """Return the bytes reserved by the caching allocator."""
         value: int = self._m.memory_reserved() if device_index is None else self._m.memory_reserved(device_index)
         return value
 
     def max_memory_reserved(self, device_index: int | None = None) -> int:
-        """Peak of :meth:`memory_reserved` since the last reset."""
+        """Return the peak of :meth:`memory_reserved` since the last reset."""
         m = self._m
         value: int = m.max_memory_reserved() if device_index is None else m.max_memory_reserved(device_index)
         return value
@@ -340,11 +330,11 @@ class DeviceModuleAccelerator(Accelerator):
         return self.current_device() if device_index is None else check_device_index(device_index)
 
     def total_memory(self, device_index: int | None = None) -> int:
-        """The device's capacity in bytes, from its properties."""
+        """Return the device's capacity in bytes, from its properties."""
         return int(self._m.get_device_properties(self._index(device_index)).total_memory)
 
     def available_memory(self, device_index: int | None = None) -> int:
-        """Free bytes as the driver reports them (``mem_get_info``), else total minus allocated."""
+        """Return the free bytes as the driver reports them (``mem_get_info``), else total minus allocated."""
         index = self._index(device_index)
         if self._found["mem_get_info"]:
             free, _total = self._m.mem_get_info(index)
@@ -353,7 +343,7 @@ class DeviceModuleAccelerator(Accelerator):
 
     # ------------------------------------------------------------------ dtypes
     def is_bf16_supported(self) -> bool:
-        """The runtime's answer for the current device (emulation does not count); False without a device."""
+        """Return the runtime's answer for the current device (emulation does not count); False without a device."""
         if not self.is_available():
             return False
         if self._bf16_excludes_emulation:
@@ -361,7 +351,7 @@ class DeviceModuleAccelerator(Accelerator):
         return bool(self._m.is_bf16_supported())
 
     def is_fp16_supported(self) -> bool:
-        """True when a device is visible (every runtime of this shape computes in float16)."""
+        """Return True when a device is visible (every runtime of this shape computes in float16)."""
         return self.is_available()
 
     # ------------------------------------------------------------------ misc
@@ -383,13 +373,13 @@ class DeviceModuleAccelerator(Accelerator):
         return None
 
     def device_description(self, device_index: int) -> str:
-        """The runtime's name for the device (``"NVIDIA H100 80GB HBM3"``), else the device name."""
+        """Return the runtime's name for the device (``"NVIDIA H100 80GB HBM3"``), else the device name."""
         if not self._found["get_device_name"]:
             return super().device_description(device_index)
         return str(self._m.get_device_name(device_index))
 
     def device_capability(self, device_index: int) -> str | None:
-        """``"major.minor"`` from the runtime's ``get_device_capability``; ``None`` without one."""
+        """Return ``"major.minor"`` from the runtime's ``get_device_capability``; ``None`` without one."""
         if not self._found["get_device_capability"]:
             return None
         major, minor = self._m.get_device_capability(device_index)
@@ -398,19 +388,19 @@ class DeviceModuleAccelerator(Accelerator):
     # ------------------------------------------------------------------ graphs
 
     def is_current_stream_capturing(self) -> bool:
-        """True while a graph capture is in progress on the current stream (False without the query)."""
+        """Return True while a graph capture is in progress on the current stream (False without the query)."""
         if not self._found["is_current_stream_capturing"]:
             return False
         return bool(self._m.is_current_stream_capturing())
 
     def create_graph(self) -> Any:
-        """A new, empty graph of the runtime's graph class; ``None`` without graphs (DeepSpeed's convention)."""
+        """Return a new, empty graph of the runtime's graph class; ``None`` without graphs (DeepSpeed's convention)."""
         return None if self._graph is None else self._graph()
 
     def capture_to_graph(
         self, graph: Any, pool: Any = None, stream: Any = None
     ) -> contextlib.AbstractContextManager[Any]:
-        """The runtime's ``graph(g, pool, stream)`` capture context; a no-op context without graphs."""
+        """Return the runtime's ``graph(g, pool, stream)`` capture context; a no-op context without graphs."""
         if self._graph is None:
             return super().capture_to_graph(graph, pool, stream)
         context: contextlib.AbstractContextManager[Any] = self._m.graph(graph, pool=pool, stream=stream)

@@ -1,29 +1,7 @@
-"""Probes for backends built on a torch device module, parametrised by names (no vendor is named here).
+"""Probe a backend built on a torch device module: is it installed, does it load, does it see a device.
 
-A probe answers one question cheaply and honestly: can this backend be used here? The
-steps, in order:
-
-1. ``importlib.util.find_spec`` on the top-level package: nothing is imported when the
-   package is missing (:attr:`~accelhal.Status.NOT_INSTALLED`).
-2. Import the vendor package and the device module. A package that is installed but fails
-   to load (``ImportError: libhccl.so ...``, ``OSError`` from a missing driver library,
-   anything else it raises) is :attr:`~accelhal.Status.BROKEN`, with the exception as the
-   reason and a hint; selection then goes on to the next backend.
-3. Count devices with the module's counting function. Zero is
-   :attr:`~accelhal.Status.NO_DEVICE`: "the package imports" is never taken for "a device
-   is there". Its verdict has no hint of its own (the runtime loaded, so the hint on
-   making it load does not apply; selection names the backend's device check command),
-   unless the module says torch was built without it (``torch.cuda._is_compiled()`` is
-   False on a CPU build): then the hint is the one on installing the runtime.
-
-A probe never creates a device context. The counting function must be one that does not
-initialise the runtime (``torch.cuda.device_count()`` asks NVML, so
-``torch.cuda.is_initialized()`` stays False and a forked child can still use the GPU).
-
-Example, the probe of a backend whose runtime registers ``torch.mydev``::
-
-    probe = device_module_probe("my_runtime", "torch.mydev", hint="install the mydev driver")
-    probe()   # Verdict(status=<Status.NOT_INSTALLED ...>, ...) where my_runtime is missing
+:func:`device_module_probe` makes the probe a :class:`~accelhal.BackendSpec` names. Fork safety: a
+probe never creates a device context, so a process forked after it can still use the device.
 """
 
 from __future__ import annotations
@@ -53,12 +31,19 @@ def import_device_module(package: str, module: str) -> ModuleType:
 def probe_device_module(package: str, module: str, hint: str, count: str = "device_count") -> Verdict:
     """Probe a backend whose devices are counted by ``<module>.<count>()``.
 
+    A missing top-level package is :attr:`~accelhal.Status.NOT_INSTALLED` (found with
+    ``importlib.util.find_spec``: nothing is imported). A package that fails to load, whatever
+    it raises, is :attr:`~accelhal.Status.BROKEN`, with the exception as the reason. No device
+    counted is :attr:`~accelhal.Status.NO_DEVICE`, without ``hint`` (the runtime loaded) unless
+    the module says torch was built without it (``torch.cuda._is_compiled()`` False).
+
     Args:
         package: what must be installed and imported first (``"torch_npu"``, ``"torch"``).
         module: the dotted device module (``"torch.npu"``, ``"torch.cuda"``).
         hint: what to do when the package is missing or broken (not when it loads and sees no
             device: selection then names the backend's :attr:`~accelhal.BackendSpec.device_check_command`).
-        count: the module's device-counting function, which must not initialise the runtime.
+        count: the module's device-counting function, which must not initialise the runtime
+            (``torch.cuda.device_count()`` asks NVML and leaves ``torch.cuda.is_initialized()`` False).
     """
     top = package.partition(".")[0]
     try:
@@ -92,10 +77,11 @@ no ``torch.accelerator`` at all."""
 
 
 def torch_accelerator_type() -> str | None:
-    """The device type ``torch.accelerator.current_accelerator()`` reports, or ``None``; creates no device context.
+    """Return the device type ``torch.accelerator.current_accelerator()`` reports, or ``None``.
 
-    Imports torch. ``None`` where torch has no ``torch.accelerator`` (older than 2.6) or reports
-    no accelerator (torch 2.6's ``current_accelerator()`` raises there; later ones return ``None``).
+    Imports torch; creates no device context. ``None`` where torch has no ``torch.accelerator``
+    (older than 2.6) or reports no accelerator (torch 2.6's ``current_accelerator()`` raises
+    there; later ones return ``None``).
     """
     import inspect
 
@@ -114,5 +100,11 @@ def torch_accelerator_type() -> str | None:
 
 
 def device_module_probe(package: str, module: str, hint: str, count: str = "device_count") -> Probe:
-    """A zero-argument probe (for :attr:`accelhal.BackendSpec.probe`) running :func:`probe_device_module`."""
+    """Return a zero-argument probe (for :attr:`accelhal.BackendSpec.probe`) running :func:`probe_device_module`.
+
+    For a backend whose runtime registers ``torch.mydev``::
+
+        probe = device_module_probe("my_runtime", "torch.mydev", hint="install the mydev driver")
+        probe()   # Verdict(status=<Status.NOT_INSTALLED ...>, ...) where my_runtime is missing
+    """
     return functools.partial(probe_device_module, package, module, hint, count)

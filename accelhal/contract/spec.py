@@ -1,26 +1,8 @@
-"""What a backend plugin registers (:class:`BackendSpec`) and what its probe says (:class:`Verdict`).
+"""Declare what a backend plugin registers: :class:`BackendSpec`, its :class:`Capability` flags, the contract version.
 
-This module is imported while plugins are discovered, before any backend is chosen, so
-it must stay cheap: it imports neither torch nor any vendor package. The accelerator
-class itself is named by a lazy ``"module:Class"`` reference and imported only when its
-backend is selected (the pattern of vLLM's platform plugins).
-
-Example, the whole registration of a third-party backend::
-
-    from accelhal import BackendSpec, Verdict, hookimpl
-
-    def probe() -> Verdict:
-        import my_runtime  # a cheap check: no device context may be created here
-        n = my_runtime.device_count()
-        return Verdict.available(f"{n} device(s)") if n else Verdict.no_device("no device visible")
-
-    @hookimpl
-    def accelhal_register_backends(register):
-        register(BackendSpec(
-            name="mydev", device_type="mydev", priority=250,
-            accelerator="my_pkg.accel:MyAccelerator", probe=probe,
-            requires=("my_runtime",), comm_backend="gloo",
-        ))
+Imported while plugins are discovered, before any backend is chosen: it imports neither torch
+nor a vendor package, and a spec names its accelerator class as ``"module:Class"``, imported only
+when its backend is selected. A whole registration, probe included, is in ``docs/plugins.md``.
 """
 
 from __future__ import annotations
@@ -65,7 +47,7 @@ SUPPORTED_CONTRACT_VERSIONS: tuple[int, ...] = (1,)
 
 
 def contract_version_hint(version: object, source: str) -> str | None:
-    """What to upgrade when a backend from ``source`` declares contract ``version``; ``None`` if supported.
+    """Return what to upgrade when a backend from ``source`` declares contract ``version``; ``None`` if supported.
 
     A version newer than this accelhal knows asks for a newer accelhal; an older one that
     this accelhal no longer supports asks for a newer plugin.
@@ -99,7 +81,7 @@ _NAME_REST = _NAME_FIRST | frozenset("0123456789_")
 
 
 def is_backend_name(value: object) -> bool:
-    """Whether ``value`` is a string that matches :data:`NAME_SYNTAX` whole (without compiling it).
+    """Return whether ``value`` is a string that matches :data:`NAME_SYNTAX` whole (without compiling it).
 
     >>> is_backend_name("npu"), is_backend_name("Npu"), is_backend_name("2x")
     (True, False, False)
@@ -108,7 +90,7 @@ def is_backend_name(value: object) -> bool:
 
 
 def __getattr__(name: str) -> Any:
-    """``NAME_PATTERN``, :data:`NAME_SYNTAX` compiled, is compiled on first use (compiling costs ~0.1 ms)."""
+    """Return ``NAME_PATTERN``, :data:`NAME_SYNTAX` compiled on first use."""
     if name == "NAME_PATTERN":
         pattern = re.compile(NAME_SYNTAX)
         globals()[name] = pattern
@@ -251,7 +233,7 @@ class BackendSpec:
         return problems
 
     def verdict_hint(self, verdict: Verdict) -> str | None:
-        """What to do about ``verdict`` of this backend: its own hint, else the spec's.
+        """Return what to do about ``verdict`` of this backend: its own hint, else the spec's.
 
         A ``no-device`` verdict without a hint of its own gets the driver's device listing
         (:attr:`device_check_command`) before :attr:`hint`; ``not-installed``, ``broken`` and
@@ -281,7 +263,7 @@ class BackendSpec:
         count: str = "device_count",
         **fields: Any,
     ) -> BackendSpec:
-        """The whole declaration of a backend over a torch.cuda-shaped device module.
+        """Declare a backend over a torch.cuda-shaped device module, in one call.
 
         ``module`` defaults to ``torch.<name>``, or to ``package`` itself where that is dotted
         (``habana_frameworks.torch.hpu``). The probe counts devices with ``<module>.<count>()``
