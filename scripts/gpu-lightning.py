@@ -50,7 +50,7 @@ def _device_lines(ours: dict[str, Any], baseline: str) -> list[str]:
     """Print Lightning's device lines of the accelhal run; what is missing from accelhal's own line."""
     lines = [line for line in ours.get("log", []) if "available" in line or line.startswith("accelhal:")]
     print("  log: " + " | ".join(lines))
-    wanted = [f"accelhal: backend {baseline!r} used: True ("]
+    wanted = [f"(accelhal backend {baseline!r})"]
     if baseline in ("cuda", "mps"):
         wanted.append(f"GPU available: True ({baseline}), used: True")  # Lightning's own line
     return [f"the log lacks {text!r}" for text in wanted if not any(text in line for line in lines)]

@@ -299,10 +299,22 @@ class AccelhalLightningAccelerator:
                 plugin.scaler = torch.amp.GradScaler(device=acc.device_type)
 
     def _log_device(self, trainer: Any, acc: Accelerator) -> None:
-        """Say, in Lightning's log, which backend and device the run uses (after Lightning's "GPU available" line)."""
-        self._lightning("utilities").rank_zero_info(
-            f"accelhal: backend {acc.name!r} used: True ({trainer.strategy.root_device})"
-        )
+        """Say, in Lightning's log, the device the run uses and its backend, beside Lightning's own line.
+
+        Lightning's line before it (``GPU available: False, used: False``) counts only its GPU classes
+        (CUDA and MPS), and is true; a second ``used: True`` read as a contradiction. So the line says where
+        the run is, and, on a device Lightning does not count, that its line does not count it.
+        """
+        from accelhal.compat.lightning._releases import checked_shape
+
+        gpu_used = checked_shape(self._package).gpu_used
+        where = f"accelhal: running on {trainer.strategy.root_device} (accelhal backend {acc.name!r})"
+        if acc.device_type in gpu_used:
+            said = f"{where}, the GPU Lightning's line above counts"
+        else:
+            counted = " and ".join(sorted(device_type.upper() for device_type in gpu_used))
+            said = f'{where}; Lightning\'s "GPU available" line above counts only {counted} devices'
+        self._lightning("utilities").rank_zero_info(said)
 
     def _check_process_group(self, trainer: Any, acc: Accelerator) -> None:
         used = getattr(trainer.strategy, "process_group_backend", None)
