@@ -1,27 +1,8 @@
-"""A cross-process build lock that a killed builder cannot leave behind for ever.
+"""Serialise the builds of one op across processes with a lock a killed builder cannot leave behind.
 
-:class:`BuildLock` serialises the builds of one op in one cache directory across
-processes (and hosts sharing the directory). The lock is a file created atomically
-(written under a private name, then ``os.link``-ed into place, which fails if the lock
-exists: atomic on local file systems and NFS alike) holding its owner: pid, host, pid
-namespace, the owner process's start time, when it was taken and a random token.
-
-While held, a daemon thread refreshes the file's mtime (the *heartbeat*). A waiter
-breaks the lock when
-
-- the owner is on this machine (same host and pid namespace) and its process is gone,
-  a zombie, or a different process now under the same pid; or
-- the heartbeat is older than ``stale_after`` seconds (an owner on another host that
-  died, or a frozen one).
-
-Breaking happens under a short-lived second lock (``<lock>.break``), so two waiters
-cannot both break and one of them delete the other's fresh lock. Waiting is bounded by
-``timeout``: past it, :class:`~accelhal.errors.BuildLockTimeoutError` names the owner.
-
-Example::
-
-    with BuildLock("/cache/op-1234/accelhal.lock", timeout=600):
-        ...  # build; no other process holding this lock path runs this at the same time
+:class:`BuildLock` is a lock file that a waiter breaks when its owner is gone (on this machine)
+or its heartbeat is stale (anywhere); the wait is bounded by ``timeout``. Works across hosts
+sharing the cache directory, NFS included.
 """
 
 from __future__ import annotations
@@ -54,7 +35,7 @@ def _pid_namespace() -> str:
 
 
 def _process_start(pid: int) -> float | None:
-    """When process ``pid`` started (psutil's create time), or ``None`` if unknown."""
+    """Return when process ``pid`` started (psutil's create time), or ``None`` if unknown."""
     try:
         import psutil
 
@@ -76,7 +57,7 @@ class LockOwner:
 
     @classmethod
     def current(cls) -> LockOwner:
-        """An owner record for this process, with a fresh token."""
+        """Return an owner record for this process, with a fresh token."""
         pid = os.getpid()
         return cls(
             pid=pid,
@@ -88,16 +69,16 @@ class LockOwner:
         )
 
     def describe(self) -> str:
-        """``"pid 123 on host h since 2026-01-01 12:00:00 UTC"``."""
+        """Return ``"pid 123 on host h since 2026-01-01 12:00:00 UTC"``."""
         since = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(self.acquired))
         return f"pid {self.pid} on host {self.host!r} since {since}"
 
     def is_local(self) -> bool:
-        """Whether the owner's pid is meaningful here (same host and pid namespace)."""
+        """Return whether the owner's pid is meaningful here (same host and pid namespace)."""
         return self.host == socket.gethostname() and self.pid_namespace == _pid_namespace()
 
     def is_dead(self) -> bool:
-        """For a local owner: its process is gone, a zombie, or its pid was reused. False if not local."""
+        """Return whether a local owner's process is gone, a zombie, or its pid reused; False if not local."""
         if not self.is_local():
             return False
         try:
@@ -123,7 +104,7 @@ class LockOwner:
 
 
 def read_owner(path: str) -> LockOwner | None:
-    """The owner recorded in lock file ``path``, or ``None`` if there is none or it is unreadable."""
+    """Return the owner recorded in lock file ``path``, or ``None`` if there is none or it is unreadable."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
@@ -134,6 +115,17 @@ def read_owner(path: str) -> LockOwner | None:
 
 class BuildLock:
     """An inter-process lock on ``path`` with dead-owner detection and a bounded wait.
+
+    A waiter breaks the lock when its owner is on this machine (same host and pid namespace)
+    and its process is gone, a zombie or a different process under the same pid, or when the
+    owner's heartbeat (the file's mtime, refreshed by a daemon thread while the lock is held)
+    is older than ``stale_after``. Past ``timeout``, :meth:`acquire` raises
+    :class:`~accelhal.errors.BuildLockTimeoutError` naming the owner.
+
+    Example::
+
+        with BuildLock("/cache/op-1234/accelhal.lock", timeout=600):
+            ...  # build; no other process holding this lock path runs this at the same time
 
     Args:
         path: the lock file (its directory must exist).

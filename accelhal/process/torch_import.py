@@ -1,33 +1,7 @@
-"""``import torch``, once per process: a torch that cannot load is one recorded fact.
+"""Import torch once per process, and keep a failed import as one recorded fact.
 
-A failed ``import torch`` leaves torch half-initialised (``torch._C`` stays loaded), and
-importing it again re-runs that initialisation: the second attempt fails with an
-unrelated ``Only a single TORCH_LIBRARY can be used to register the namespace triton``
-and the third makes the interpreter crash at exit. So accelhal imports torch once,
-through :func:`attempt`, and keeps what happened:
-
-- the exception's first line and that of its cause (``ImportError: libhccl.so: cannot
-  open shared object file: No such file or directory``);
-- when torch's own backend autoload was the culprit (a ``torch.backends`` entry point
-  of a vendor distribution that fails to load), which entry point, of which
-  distribution, and its error;
-- what the import wrote to standard output (it goes to standard error, see
-  :mod:`accelhal.process.vendor_output`).
-
-After a failure, any later ``import torch`` in the process (accelhal's, a plugin's, the
-program's) raises :class:`ImportError` at once with the recorded error instead of
-initialising torch again. A failure that happened before accelhal tried (the program
-caught it) is recognised and not retried either.
-
-Every backend that requires torch gets the verdict of :func:`diagnose`; its fixes come
-in order: make the vendor runtime loadable (the backend's own hint), or turn torch's
-autoload off, or uninstall the vendor package.
-
-Example::
-
-    >>> from accelhal.process import torch_import
-    >>> torch_import.attempt().loaded      # where torch works
-    True
+:func:`attempt` imports torch, or returns what the first attempt found; :func:`diagnose` turns
+that into the verdict reason and the fixes every backend requiring torch gets.
 """
 
 from __future__ import annotations
@@ -58,7 +32,7 @@ _AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "
 
 
 def first_line(exc: BaseException) -> str:
-    """``"Type: first line of the message"`` (just ``"Type"`` for an empty message)."""
+    """Return ``"Type: first line of the message"`` (just ``"Type"`` for an empty message)."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
@@ -143,7 +117,15 @@ class _RefuseTorch:
 
 
 def attempt() -> TorchImport:
-    """Import torch unless that was already tried in this process; what happened (cached)."""
+    """Import torch unless that was already tried in this process, and return what happened.
+
+    After a failure, any later ``import torch`` in the process (accelhal's, a plugin's, the
+    program's) raises :class:`ImportError` at once with the recorded error. A failure from
+    before accelhal tried (the program caught it) is recognised and not retried either.
+
+    >>> attempt().loaded      # where torch works
+    True
+    """
     if _result:
         return _result[0]
     with _lock:
@@ -153,7 +135,7 @@ def attempt() -> TorchImport:
 
 
 def attempted() -> bool:
-    """True once :func:`attempt` has run (it is never repeated)."""
+    """Return True once :func:`attempt` has run (it is never repeated)."""
     return bool(_result)
 
 
@@ -210,7 +192,7 @@ def _refuse_later_imports(found: TorchImport) -> None:
 
 
 def _autoload_culprit(failure: BaseException) -> AutoloadFailure | None:
-    """The ``torch.backends`` entry point that was loading when ``failure`` was raised, if any."""
+    """Return the ``torch.backends`` entry point that was loading when ``failure`` was raised, if any."""
     entry_point = _entry_point_in_frames(failure.__traceback__)
     if entry_point is None:
         match = re.search(_AUTOLOAD_MESSAGE, str(failure))
@@ -232,7 +214,7 @@ def _autoload_culprit(failure: BaseException) -> AutoloadFailure | None:
 
 
 def _entry_point_in_frames(tb: TracebackType | None) -> Any:
-    """The ``backend_extension`` local of torch's autoload loop, found in the traceback."""
+    """Return the ``backend_extension`` local of torch's autoload loop, found in the traceback."""
     while tb is not None:
         frame = tb.tb_frame
         if frame.f_code.co_name == _AUTOLOAD_FUNCTION:
@@ -244,11 +226,12 @@ def _entry_point_in_frames(tb: TracebackType | None) -> Any:
 
 
 def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
-    """What :func:`attempt` found, with the verdict reason and the fixes.
+    """Return what :func:`attempt` found, with the verdict reason and the fixes.
 
     ``runtime_hints`` maps a vendor package's top-level module to its backend's hint on
-    making the runtime loadable (:attr:`accelhal.BackendSpec.hint`); the first fix for a
-    failing autoload entry point is that hint.
+    making the runtime loadable (:attr:`accelhal.BackendSpec.hint`). The fixes come in order:
+    make the vendor runtime loadable (that hint, for a failing autoload entry point), or turn
+    torch's autoload off, or uninstall the vendor package.
     """
     found = attempt()
     if found.loaded:

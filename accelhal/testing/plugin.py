@@ -1,30 +1,10 @@
-"""The accelhal pytest plugin, registered through the ``pytest11`` entry point.
+"""Add accelhal's option, fixture and markers to pytest (the ``pytest11`` entry point ``accelhal``).
 
-What it adds to every pytest run where accelhal is installed:
-
-* ``--accelhal-backend=NAME``: the backend that the ``accelerator`` fixture, the markers and
-  the conformance suite use (default: the backend a plain ``accelhal.get_accelerator()`` picks).
-* the ``accelerator`` fixture: that backend's accelerator, made the process's active one for
-  the test (through :func:`accelhal.testing.use_accelerator`) and restored afterwards. A test
-  class may pin its own backend with a ``backend = "name"`` class attribute.
-* ``@pytest.mark.accelerator("cuda", ...)``: skip, with the reason, unless the test runs on one
-  of the named backends.
-* ``@pytest.mark.capability("graphs", ...)``: skip, with the reason, unless the test's
-  accelerator declares every named :class:`accelhal.Capability`.
-
-Example::
-
-    import pytest
-
-    @pytest.mark.capability("event-timing")
-    def test_timing(accelerator):
-        start = accelerator.Event(enable_timing=True)
-
-This module is imported in every pytest run, so it imports neither torch nor the selection
-at import time; the accelerator is only resolved by tests that ask for it. It holds no
-assertions for pytest to rewrite (PYTEST_DONT_REWRITE): ``-p accelhal.testing.plugin``, as
-:func:`~accelhal.testing.run_suite` passes where plugin autoload is off, finds it imported
-without a warning.
+``--accelhal-backend=NAME``, the ``accelerator`` fixture, and the markers
+``@pytest.mark.accelerator("cuda", ...)`` and ``@pytest.mark.capability("graphs", ...)``, which
+skip with the reason (``docs/plugins.md``). Imports neither torch nor the selection: only a test
+that asks for the accelerator resolves it. PYTEST_DONT_REWRITE: no assertions here, so
+``-p accelhal.testing.plugin`` finds it imported without a warning.
 """
 
 from __future__ import annotations
@@ -66,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def requested_backend(item: pytest.Item | pytest.FixtureRequest, config: pytest.Config) -> str | None:
-    """The backend a test asks for: its class's ``backend`` attribute, else ``--accelhal-backend``, else None."""
+    """Return the backend a test asks for: its class's ``backend`` attribute, else ``--accelhal-backend``, else None."""
     cls = getattr(item, "cls", None)
     pinned = getattr(cls, "backend", None) if cls is not None else None
     if isinstance(pinned, str) and pinned:
@@ -76,7 +56,7 @@ def requested_backend(item: pytest.Item | pytest.FixtureRequest, config: pytest.
 
 
 def resolve(config: pytest.Config, name: str | None) -> Accelerator:
-    """The accelerator of backend ``name`` (``None``: the selected one), built once per session.
+    """Return the accelerator of backend ``name`` (``None``: the selected one), built once per session.
 
     Resolving leaves the process's active accelerator as it was.
     """
@@ -109,13 +89,13 @@ def _capability(value: object) -> Capability:
 
 
 def missing_capabilities(accelerator: Accelerator, wanted: tuple[object, ...]) -> list[Capability]:
-    """The capabilities of ``wanted`` that ``accelerator`` does not declare."""
+    """Return the capabilities of ``wanted`` that ``accelerator`` does not declare."""
     declared = frozenset(getattr(accelerator, "capabilities", frozenset()))
     return [c for c in map(_capability, wanted) if c not in declared]
 
 
 def capability_skip_reason(accelerator: Accelerator, missing: list[Capability]) -> str:
-    """The skip reason for capabilities a backend declares absent."""
+    """Return the skip reason for capabilities a backend declares absent."""
     names = ", ".join(repr(c.value) for c in missing)
     return (
         f"the {accelerator.name!r} backend does not declare capability {names} "
@@ -140,7 +120,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture
 def accelerator(request: pytest.FixtureRequest) -> Iterator[Accelerator]:
-    """The accelerator under test, active for the duration of the test (see the module docstring)."""
+    """Yield the accelerator under test, made the process's active one for the test and restored after it.
+
+    Its backend is ``--accelhal-backend``'s, else the one a plain ``accelhal.get_accelerator()``
+    picks; a test class may pin its own with a ``backend = "name"`` class attribute::
+
+        @pytest.mark.capability("event-timing")
+        def test_timing(accelerator):
+            start = accelerator.Event(enable_timing=True)
+    """
     from accelhal.testing.switching import use_accelerator
 
     target = resolve(request.config, requested_backend(request, request.config))

@@ -1,34 +1,8 @@
-"""Simulated vendor runtimes: test a device backend on a machine without its hardware.
+"""Simulate a vendor's runtime, to test a device backend on a machine without its hardware.
 
-:func:`write_vendor_package` writes a package named like the vendor's (``torch_npu``,
-``torch_mlu``, ``torch_sdaa``, ``torch_supa``, ``torch_musa``, ``habana_frameworks.torch.hpu``)
-into a directory. Put that directory on ``sys.path`` (``PYTHONPATH``) and
-``importlib.util.find_spec`` finds it; importing
-it registers a simulated device module the way the real package does, through
-``torch.utils.rename_privateuse1_backend`` and ``torch._register_device_module``. A process
-can rename torch's PrivateUse1 backend once, so simulate **one vendor per process** (run
-each in a subprocess).
-
-What works: module-level calls — device counting and selection, synchronisation, streams
-(current, default, ``stream(s)`` contexts), events with timing, RNG (real CPU generators per
-device: seeding, state round trips, default generators), memory counters (moved with
-:meth:`SimulatedRuntime.allocate`/:meth:`~SimulatedRuntime.free`), graph capture contexts and
-replay counts, lazy calls, host registration. What does not: tensors on the simulated
-device (``torch.ones(2, device="npu")`` fails) — there is no device behind it.
-
-Faithfulness: the simulated module carries only the names that the vendor's real module has,
-as recorded in ``accelhal/testing/surfaces/`` (:func:`surface_names`); a backend calling a
-function the real module lacks fails against the simulation too. Its functions and classes
-belong to the vendor's module (their ``__module__`` is the module's name), as the real ones
-do. A vendor whose package makes ``torch.cuda`` answer for its devices (torch_supa's
-``transfer_to_supa``) has its module's functions set on ``torch.cuda`` too; the real package
-does that from torch's device-backend autoload, the simulation when it is imported.
-
-Example::
-
-    root = write_vendor_package("npu", tmp_path)          # tmp_path/torch_npu/__init__.py
-    subprocess.run([sys.executable, "-c", "import accelhal; print(accelhal.get_accelerator().name)"],
-                   env={**os.environ, "PYTHONPATH": str(root)})   # prints "npu"
+:func:`write_vendor_package` writes a package named like the vendor's whose import registers a
+simulated device module, as the real package does. Only module-level calls work (no tensors on
+the device), and a process can simulate one vendor: run each in a subprocess.
 """
 
 from __future__ import annotations
@@ -81,7 +55,7 @@ class Vendor:
 
     @classmethod
     def from_spec(cls, spec: BackendSpec) -> Vendor:
-        """The simulation of ``spec``'s vendor package, its surface found by the module it records."""
+        """Return the simulation of ``spec``'s vendor package, its surface found by the module it records."""
         assert spec.package is not None and spec.module is not None
         surface = next(path.name for path in sorted(SURFACES.glob("*.json")) if _recorded_module(path) == spec.module)
         graph_class = f"{spec.device_type.upper()}Graph"
@@ -117,7 +91,7 @@ def _torch_knows(device_type: str) -> bool:
 
 
 def _vendor_specs() -> dict[str, BackendSpec]:
-    """The built-in backends whose device module comes from a vendor package (not torch itself)."""
+    """Return the built-in backends whose device module comes from a vendor package (not torch itself)."""
     from accelhal.discovery import plugins
     from accelhal.process.settings import Settings
 
@@ -126,14 +100,14 @@ def _vendor_specs() -> dict[str, BackendSpec]:
 
 
 def load_surface(filename: str) -> dict[str, dict[str, Any]]:
-    """The recorded names of one surface file: ``{name: {"kind": ..., "methods"/"members": [...]}}``."""
+    """Return the recorded names of one surface file: ``{name: {"kind": ..., "methods"/"members": [...]}}``."""
     data = json.loads((SURFACES / filename).read_text())
     names: dict[str, dict[str, Any]] = data["names"]
     return names
 
 
 def surface_names(filename: str) -> set[str]:
-    """The top-level names of one surface file."""
+    """Return the top-level names of one surface file."""
     return set(load_surface(filename))
 
 
@@ -180,7 +154,7 @@ class SimulatedRuntime:
 
     # ------------------------------------------------------------------ helpers
     def index(self, device: Any = None) -> int:
-        """A device argument as torch.cuda-shaped modules accept it, as an index."""
+        """Return a device argument, as torch.cuda-shaped modules accept it, as an index."""
         if device is None:
             return self.current
         if isinstance(device, str):
@@ -266,7 +240,7 @@ class SimulatedRuntime:
 
     # ------------------------------------------------------------------ the module's members
     def members(self) -> dict[str, Any]:
-        """Every function and class a torch.cuda-shaped module has, simulated; filtered by the surface later."""
+        """Return every function and class a torch.cuda-shaped module has, simulated; filtered by the surface later."""
         rt = self
 
         def current_device() -> int:
@@ -474,7 +448,7 @@ def answer_cuda(module: types.ModuleType) -> None:
 
 
 def vendor_module(vendor: Vendor, members: dict[str, Any], module_name: str | None = None) -> types.ModuleType:
-    """The device module of ``vendor``: those of ``members`` that its recorded surface has.
+    """Return the device module of ``vendor``: those of ``members`` that its recorded surface has.
 
     ``module_name`` is given where the package is the device module (Gaudi's hpu,
     torch_musa): the module then takes the package's identity (its spec, file and path).
@@ -540,9 +514,26 @@ def _write_package(root: Path, dotted: str, source: str) -> None:
 def write_vendor_package(vendor_name: str, root: Path, installer: str = __name__) -> Path:
     """Write the simulated package of ``vendor_name`` (a key of :data:`VENDORS`, e.g. ``"npu"``) under ``root``.
 
-    Importing the package calls ``<installer>.install(vendor_name)`` (this module's
+    Put ``root`` on ``sys.path`` (``PYTHONPATH``) and ``importlib.util.find_spec`` finds the
+    package; importing it calls ``<installer>.install(vendor_name)`` (this module's
     :func:`install` by default; ``module_name=__name__`` where the package is the device
-    module), which registers the device module and returns it.
+    module), which registers the device module through ``torch.utils.rename_privateuse1_backend``
+    and ``torch._register_device_module`` and returns it. A process can rename torch's
+    PrivateUse1 backend once, so simulate one vendor per process.
+
+    What works: device counting and selection, synchronisation, streams, events with timing,
+    RNG (real CPU generators per device), memory counters (moved with
+    :meth:`SimulatedRuntime.allocate`/:meth:`~SimulatedRuntime.free`), graph capture and
+    replay counts, lazy calls, host registration. What does not: tensors on the simulated
+    device (``torch.ones(2, device="npu")`` fails). The module carries only the names the
+    vendor's real module has (:func:`surface_names`), so a backend calling a function the real
+    module lacks fails against the simulation too.
+
+    Example::
+
+        root = write_vendor_package("npu", tmp_path)          # tmp_path/torch_npu/__init__.py
+        subprocess.run([sys.executable, "-c", "import accelhal; print(accelhal.get_accelerator().name)"],
+                       env={**os.environ, "PYTHONPATH": str(root)})   # prints "npu"
     """
     vendor = VENDORS[vendor_name]
     _write_package(root, vendor.package, _package_source(vendor_name, vendor, installer))

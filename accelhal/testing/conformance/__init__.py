@@ -1,32 +1,8 @@
-"""The conformance suite: base test classes that prove a backend honours the accelhal contract.
+"""Prove that a backend honours the accelhal contract: the conformance suite's test classes.
 
-A backend author subclasses :class:`ConformanceSuite` in their own tests, with one line::
-
-    from accelhal.testing.conformance import ConformanceSuite
-
-    class TestMyBackend(ConformanceSuite):
-        backend = "mydev"
-
-and runs ``pytest`` (or ``pytest --accelhal-backend=mydev`` with ``backend`` left unset). The
-groups follow the contract and can be subclassed one by one (``class TestRng(RngTests)``):
-
-==========================  ==========================================================
-:class:`IdentityTests`      members present with the contract's signatures, contract version
-:class:`DeviceTests`        device indices, names, ``torch.device`` objects, ``set_device``
-:class:`RngTests`           state round trip, seeding reproduces
-:class:`StreamTests`        ``stream()`` context, streams, events, event timing
-:class:`MemoryTests`        int figures, figures move with allocations
-:class:`DtypeTests`         each claimed dtype round-trips a tensor
-:class:`GraphTests`         capture + replay give the eager result, or the documented no-op
-:class:`PinningTests`       pinned host buffers
-:class:`EnvironmentTests`   visible-devices and export variables, the comm backend
-:class:`CompileTests`       ``get_compile_backend`` names a backend, ``compile_backend_choice`` says why
-:class:`OpBuilderTests`     unknown op builders give ``NotImplementedBuilder``
-:class:`ProcessTests`       the probe creates no device context; detection then fork works
-==========================  ==========================================================
-
-A capability the backend declares absent is skipped with the reason; so is every test that
-needs a tensor on a device that cannot hold one here (a simulated runtime).
+A backend author subclasses :class:`ConformanceSuite` with ``backend = "mydev"`` (or runs
+``pytest --accelhal-backend=mydev``); each group (:class:`IdentityTests`, :class:`RngTests`, ...)
+can be subclassed alone. What each group proves is tabled in ``docs/plugins.md``.
 """
 
 from __future__ import annotations
@@ -77,4 +53,13 @@ class ConformanceSuite(
     OpBuilderTests,
     ProcessTests,
 ):
-    """Every conformance group; subclass it with ``backend = "name"`` (or use ``--accelhal-backend``)."""
+    """Every conformance group; subclass it with ``backend = "name"`` (or use ``--accelhal-backend``).
+
+    A capability the backend declares absent is skipped with the reason; so is every test that
+    needs a tensor on a device that cannot hold one here (a simulated runtime)::
+
+        from accelhal.testing.conformance import ConformanceSuite
+
+        class TestMyBackend(ConformanceSuite):
+            backend = "mydev"
+    """
