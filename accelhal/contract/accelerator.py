@@ -592,7 +592,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
         return op_builder_dir(self._name)
 
     def create_op_builder(self, class_name: str) -> Any:
-        """An instance of the op builder ``class_name`` for this backend.
+        """Return an instance of the op builder ``class_name`` for this backend.
 
         An unknown name gives an instance of :class:`accelhal.ops.NotImplementedBuilder`
         whose use raises an error naming the op and the backend.
@@ -615,11 +615,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     # ------------------------------------------------------------------ launcher environment
     def export_envs(self) -> list[str]:
-        """Prefixes of the variables a multi-node launcher forwards to remote ranks."""
+        """Return the prefixes of the variables a multi-node launcher forwards to remote ranks."""
         return list(self._export_envs)
 
     def visible_devices_envs(self) -> list[str]:
-        """Names of the variables that restrict which devices a process sees (may be empty)."""
+        """Return the names of the variables that restrict which devices a process sees (may be empty)."""
         return list(self._visible_devices_envs)
 
     def set_visible_devices_envs(
