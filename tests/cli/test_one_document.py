@@ -2,8 +2,9 @@
 
 A runtime that ignores the stack-dump signal and answers just after its deadline (while the
 command waits for the stacks it will never get), with a deadline of a second and with a tiny
-one; and a usage error under ``--json``: each prints one document on stdout, the command's own
-or the error document ``accelhal schema error`` describes.
+one; a plugin that kills the command's process between two steps; and a usage error under
+``--json``: each prints one document on stdout, the command's own or the error document
+``accelhal schema error`` describes.
 """
 
 from __future__ import annotations
@@ -64,6 +65,40 @@ def test_an_answer_just_after_the_deadline_gives_one_document(
     assert isinstance(document, dict)
     declared = "backend 'acmelate' (its probe) gave no answer" in result.stderr
     assert _chosen(command, document) == ("cpu" if declared else "acmelate"), result.output  # stderr and stdout agree
+
+
+KILLER = """
+import os
+import signal
+import threading
+import time
+
+from accelhal.process import watchdog
+
+def _kill_between_steps():
+    while watchdog.current() is not None:  # the probe's step
+        time.sleep(0.001)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def _start_killer():
+    threading.Thread(target=_kill_between_steps, daemon=True).start()
+    return Verdict.no_device("acme: none")
+"""
+KILLER_PLUGIN = backend_plugin("acmekiller", priority=950, probe_body="return _start_killer()", module_prelude=KILLER)
+
+
+@pytest.mark.parametrize("command", ["info", "list"])
+def test_a_command_killed_between_two_steps_gives_the_error_document(
+    install_distribution: InstallDistribution, command: str
+) -> None:
+    site = install_distribution("acme-killer", {"acme_killer": KILLER_PLUGIN}, {"acmekiller": "acme_killer"}).parent
+    result = run_accelhal(command, "--json", env={"PYTHONPATH": str(site)})
+    assert result.returncode == 1, result.output
+    (said,) = result.stderr.splitlines()
+    assert said.startswith(f"accelhal: error: 'accelhal {command}' stopped: "), said
+    assert "SIGKILL" in said
+    [document] = _documents(result.stdout)
+    assert document == {"command": command, "error": said.removeprefix("accelhal: error: ")}
 
 
 USAGE_ERRORS = {
