@@ -230,8 +230,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
     def device(self, device_index: int | None = None) -> torch.device:
         """Return the ``torch.device`` of ``device_index`` (the current device when ``None``).
 
-        Always a ``torch.device``, never a vendor context-manager class (DeepSpeed's mlu
-        and sdaa backends got this wrong).
+        Always a ``torch.device``, never a vendor context-manager class.
         """
         index = self.current_device() if device_index is None else check_device_index(device_index)
         return torch.device(self.device_type, index)
