@@ -29,11 +29,13 @@ is selected). Nothing else in accelhal imports DeepSpeed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from accelhal.compat.deepspeed import _targets
 from accelhal.contract.spec import BackendSpec, Probe
+from accelhal.errors import AccelhalError
 
 if TYPE_CHECKING:
     from accelhal.compat.deepspeed._adapter import UnavailableBuilder
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DeepSpeedBackedAccelerator",
+    "DeepSpeedImportError",
     "UnavailableBuilder",
     "as_deepspeed_accelerator",
     "backend_from_deepspeed",
@@ -52,6 +55,54 @@ _LAZY = {
     "DeepSpeedBackedAccelerator": "accelhal.compat.deepspeed._backend",
     "UnavailableBuilder": "accelhal.compat.deepspeed._adapter",
 }
+
+
+class DeepSpeedImportError(ImportError):
+    """DeepSpeed's own import failed (in DeepSpeed or a library it imports), not accelhal's adapter.
+
+    Raised from the original exception (its ``__cause__``), by every entry point of the adapter
+    that imports DeepSpeed; ``import deepspeed`` fails the same way without accelhal.
+    """
+
+
+@contextlib.contextmanager
+def deepspeed_own_import() -> Iterator[None]:
+    """A block that imports DeepSpeed: what DeepSpeed's own import raises becomes :class:`DeepSpeedImportError`.
+
+    accelhal's own errors (the start-up hook's, which DeepSpeed's import runs) and a DeepSpeed that is
+    not installed at all pass as they are.
+    """
+    try:
+        yield
+    except (AccelhalError, KeyboardInterrupt):
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name == "deepspeed":
+            raise
+        raise DeepSpeedImportError(_own_import_failed(exc)) from exc
+    except Exception as exc:
+        raise DeepSpeedImportError(_own_import_failed(exc)) from exc
+
+
+def _own_import_failed(exc: BaseException) -> str:
+    """``deepspeed 0.15.4 fails in its own import: RuntimeError: ... (raised in FILE:LINE); ...``."""
+    import importlib.metadata as metadata
+    import traceback
+
+    from accelhal.text import shorten
+
+    try:
+        release = f"deepspeed {metadata.version('deepspeed')}"
+    except metadata.PackageNotFoundError:
+        release = "deepspeed"
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" (raised in {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    message = shorten(str(exc).strip(), 300)
+    return (
+        f"{release} fails in its own import: {type(exc).__name__}{': ' + message if message else ''}{where}; "
+        "'python -c \"import deepspeed\"' fails the same way without accelhal: repair the DeepSpeed installation "
+        "or the library named there, or install a DeepSpeed release that imports here"
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -122,13 +173,15 @@ def install(acc: Accelerator | str | None = None, *, disable_ops: Iterable[str] 
     ops = checked_ops(disable_ops)
     if _hook.TARGET in sys.modules:
         adapter = as_deepspeed_accelerator(acc, disable_ops=ops)
-        from deepspeed.accelerator import set_accelerator
+        with deepspeed_own_import():
+            from deepspeed.accelerator import set_accelerator
 
         set_accelerator(adapter)
         return adapter
     _hook.arm(acc if acc is not None else accelhal.get_accelerator(), ops)
     try:
-        from deepspeed.accelerator import get_accelerator
+        with deepspeed_own_import():
+            from deepspeed.accelerator import get_accelerator
     finally:
         _hook.disarm()
     from accelhal.compat.deepspeed._adapter import adapter_class

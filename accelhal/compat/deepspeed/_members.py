@@ -14,7 +14,10 @@ from typing import Any
 @functools.cache
 def deepspeed_base() -> type[Any]:
     """DeepSpeed's abstract ``DeepSpeedAccelerator`` (importing it imports the ``deepspeed`` package)."""
-    from deepspeed.accelerator.abstract_accelerator import DeepSpeedAccelerator
+    from accelhal.compat.deepspeed import deepspeed_own_import
+
+    with deepspeed_own_import():
+        from deepspeed.accelerator.abstract_accelerator import DeepSpeedAccelerator
 
     cls: type[Any] = DeepSpeedAccelerator
     return cls
