@@ -10,7 +10,7 @@
 ``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``plugin-list-unmatched`` (a warning: a name in
 ``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` that no installed plugin answers to), ``runtime-error`` (a
 device's runtime raised in a call a check made, or the active backend's runtime raised or answered wrongly
-where ``accelhal info`` asks it (:mod:`accelhal.cli.diagnosis.answers`): the device, the call and what was wrong),
+where ``accelhal info`` asks it (``accelhal.cli.diagnosis.answers``): the device, the call and what was wrong),
 ``plugin-thread`` (a warning: a plugin's thread that is not a daemon still runs after discovery, and
 keeps every program alive at its end), ``check-failed`` (a check raised for another reason); and one notice
 (severity ``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch

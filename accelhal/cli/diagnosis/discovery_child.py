@@ -14,7 +14,7 @@ completes or a fault is not a plugin's. Each :class:`Fault` says which plugin to
 and how.
 
 A plugin step that hung here is declared to the command
-(:func:`accelhal.cli.supervision.deadline.declare_hung`): no later step of the command waits on
+(``accelhal.cli.supervision.deadline.declare_hung``): no later step of the command waits on
 it, nor on a call into the same device's runtime, again; and a child refuses at once the steps
 the command knows hung already. The child has ended when it exits: what a plugin started in
 it (a ``fork()`` nobody waits for, a daemon) may hold its pipes open for long after, and is no
@@ -102,7 +102,7 @@ class Outcome:
 def child_main(known_hangs: list[dict[str, Any]] | None = None) -> None:
     """The child's side: announce each step on fd 2, then the timings on fd 1 (as prefixed JSON lines).
 
-    A step the command knows hung (``known_hangs``, as :func:`accelhal.cli.supervision.deadline.known_hangs`
+    A step the command knows hung (``known_hangs``, as ``accelhal.cli.supervision.deadline.known_hangs``
     writes them, besides those a forked child inherits) is refused at once.
     """
     from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
