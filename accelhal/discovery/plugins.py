@@ -369,6 +369,8 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
                 announce_step("import", entry)
                 plugin = ep.load()
             _keep_recursion_limit(limit)
+            if printed.damage:
+                raise _InterpreterChangedError(f"it {printed.damage}")
         except PASSED_THROUGH:
             raise
         except BaseException as exc:  # a plugin's import may fail in any way, sys.exit() included

@@ -30,6 +30,8 @@ _STDOUT = 1
 _STDERR = 2
 _files: list[int] = []
 """One private file per nesting depth, created on first use and reused (truncated) after."""
+_identities: list[tuple[int, int] | None] = []
+"""The device and inode of each of :data:`_files`: a file is reused only while its descriptor still names it."""
 _depth = threading.local()
 _fflush: list[Callable[[Any], int]] = []
 """The C library's ``fflush``, looked up once."""
@@ -38,14 +40,28 @@ _fflush: list[Callable[[Any], int]] = []
 class Captured:
     """What was written to standard output inside one :func:`stdout_to_stderr` block."""
 
-    __slots__ = ("text",)
+    __slots__ = ("damage", "text")
 
     def __init__(self) -> None:
         self.text = ""
         """The text written (decoded as UTF-8, undecodable bytes replaced); set when the block ends."""
+        self.damage = ""
+        """What the block did to the descriptors it did not open, as a predicate (``""``: nothing):
+        ``closed file descriptors it did not open ...``; standard output then goes to standard error."""
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    """The device and inode behind ``fd``; ``None`` when it is closed."""
+    try:
+        status = os.fstat(fd)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def _private_file(depth: int) -> int:
+    if len(_files) > depth and _identity(_files[depth]) != _identities[depth]:
+        del _files[depth:], _identities[depth:]  # closed by vendor code, or its number now another file's
     while len(_files) <= depth:
         flag = getattr(os, "O_TMPFILE", 0)
         if flag:
@@ -58,6 +74,8 @@ def _private_file(depth: int) -> int:
 
         with tempfile.TemporaryFile() as handle:
             _files.append(os.dup(handle.fileno()))
+    while len(_identities) < len(_files):
+        _identities.append(_identity(_files[len(_identities)]))
     fd = _files[depth]
     if os.lseek(fd, 0, os.SEEK_END):
         os.ftruncate(fd, 0)
@@ -95,6 +113,16 @@ def _line_buffered_stdout() -> Iterator[None]:
                 stream.reconfigure(line_buffering=False)  # type: ignore[union-attr]
 
 
+def _stdout_lost() -> str:
+    """Send standard output to standard error (the block closed accelhal's copy of it); say what happened."""
+    with contextlib.suppress(OSError):
+        os.dup2(_STDERR, _STDOUT)
+    return (
+        "closed file descriptors it did not open (accelhal's copy of standard output among them); "
+        "standard output now goes to standard error"
+    )
+
+
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[Captured]:
     """Send what is written to standard output inside the block to standard error, and keep it.
@@ -124,10 +152,16 @@ def stdout_to_stderr() -> Iterator[Captured]:
     finally:
         _depth.value = depth
         _flush_all()
-        os.dup2(saved, _STDOUT)
-        os.close(saved)
-        size = os.lseek(private, 0, os.SEEK_END)
-        data = os.pread(private, size, 0) if size else b""
+        try:
+            os.dup2(saved, _STDOUT)
+            os.close(saved)
+        except OSError:  # the block closed descriptors it did not open, accelhal's copy of stdout among them
+            captured.damage = _stdout_lost()
+        try:
+            size = os.lseek(private, 0, os.SEEK_END) if _identity(private) == _identities[depth] else 0
+            data = os.pread(private, size, 0) if size else b""
+        except OSError:
+            data = b""
         if data:
             with contextlib.suppress(Exception):
                 sys.stderr.flush()

@@ -38,6 +38,8 @@ def probe_candidate(registration: Registration) -> CandidateRecord:
     started = time.perf_counter()
     with stdout_to_stderr() as printed:  # the probe's step starts after the look-ups (and import torch)
         verdict = probe_verdict(spec.requires, functools.partial(_announced_probe, registration))
+    if printed.damage:  # the process is not what it was: the backend is not usable here
+        verdict = Verdict(Status.PROBE_ERROR, f"the probe {printed.damage}")
     elapsed = time.perf_counter() - started
     return CandidateRecord.of(
         registration,

@@ -94,3 +94,22 @@ def test_doctor_names_a_plugins_thread_that_keeps_programs_alive(
     assert problem["title"] == "plugin 'acmethr' leaves thread 'acme-poller' running, which keeps programs alive"
     assert "acme_thr.py" in problem["detail"] and "_poll" in problem["detail"]
     assert "daemon=True" in problem["fix"] and "ACCELHAL_BLOCK_PLUGINS=acmethr" in problem["fix"]
+
+
+CLOSES = backend_plugin(
+    "acmefds", priority=10, probe_body="import os; os.closerange(3, 65536); return Verdict.no_device('x')"
+)
+"""A probe that closes every descriptor it did not open (accelhal's copy of stdout and its pipes among them)."""
+
+
+def test_a_probe_that_closes_descriptors_gets_a_verdict_not_a_traceback(
+    install_distribution: InstallDistribution,
+) -> None:
+    """In a program: the probe's verdict says what it did; stdout, whose copy it closed, goes on (to stderr)."""
+    site = install_distribution("acme-fds", {"acme_fds": CLOSES}, {"acmefds": "acme_fds"}).parent
+    code = "import accelhal\nprint(accelhal.get_accelerator().name)\nprint(accelhal.detect().candidate('acmefds'))\n"
+    program = run_accelhal(code=code, env={"PYTHONPATH": str(site)})
+    assert "Traceback" not in program.output, program.output
+    assert program.returncode == 0, program.output
+    assert "status=<Status.PROBE_ERROR: 'probe-error'>" in program.output
+    assert "the probe closed file descriptors it did not open" in program.output
