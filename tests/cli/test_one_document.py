@@ -70,18 +70,21 @@ def test_an_answer_just_after_the_deadline_gives_one_document(
 KILLER = """
 import os
 import signal
-import threading
-import time
+import sys
 
 from accelhal.process import watchdog
 
-def _kill_between_steps():
-    while watchdog.current() is not None:  # the probe's step
-        time.sleep(0.001)
-    os.kill(os.getpid(), signal.SIGKILL)
+OWN = (os.sep + "accelhal" + os.sep, os.sep + "accelhal_backends" + os.sep)
+FOLLOWING = (os.sep + "process" + os.sep, os.sep + "supervision" + os.sep)
+
+def _kill_outside_steps(frame, event, arg):  # at the command's first call once the probe's step has ended
+    where = frame.f_code.co_filename
+    if event == "call" and watchdog.current() is None and any(part in where for part in OWN):
+        if not any(part in where for part in FOLLOWING):  # (the code that says the step ended)
+            os.kill(os.getpid(), signal.SIGKILL)
 
 def _start_killer():
-    threading.Thread(target=_kill_between_steps, daemon=True).start()
+    sys.setprofile(_kill_outside_steps)
     return Verdict.no_device("acme: none")
 """
 KILLER_PLUGIN = backend_plugin("acmekiller", priority=950, probe_body="return _start_killer()", module_prelude=KILLER)

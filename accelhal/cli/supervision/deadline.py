@@ -362,7 +362,12 @@ def _stopped(command: str, json_output: bool, running: _Running | None, signum: 
             doing = f"it was in {running.step['what']}, in a child process"
     if running is not None:
         child_processes.kill_tree(running.pid)
-    _fail(command, json_output, f"'accelhal {command}' stopped by {signal.Signals(signum).name}: {doing}")
+        if not running.closed:
+            _read_pending(running)
+    printed = running is not None and running.done  # the worker printed the command's own document already
+    _fail(
+        command, json_output and not printed, f"'accelhal {command}' stopped by {signal.Signals(signum).name}: {doing}"
+    )
     sys.stdout.flush()
     sys.stderr.flush()
     if signum == signal.SIGINT:
@@ -579,16 +584,30 @@ def _follow(running: _Running, timeout: float) -> int | Hang | Death:
             os.waitpid(running.pid, 0)
             return hang
         data = os.read(running.steps, 65536)
-        running.buffer += data
-        *lines, running.buffer = running.buffer.split(b"\n")
-        for line in lines:
-            _read_record(running, json.loads(line))
+        _take_in(running, data)
         if data and running.ended is None:
             continue
         # the worker ended (the keeper said so, and killed what was left of its tree), or the keeper did
         status = os.waitstatus_to_exitcode(os.waitpid(running.pid, 0)[1])
         code = running.ended if running.ended is not None else status
         return _death(running, code) or (code if code >= 0 else 128 - code)  # a signal, as a shell reports it
+
+
+def _read_pending(running: _Running) -> None:
+    """Take in what the worker wrote on the steps pipe and was not read yet."""
+    while select.select([running.steps], [], [], 0)[0]:
+        data = os.read(running.steps, 65536)
+        if not data:
+            return
+        _take_in(running, data)
+
+
+def _take_in(running: _Running, data: bytes) -> None:
+    """Take in the lines ``data`` completes (the rest waits in the buffer)."""
+    running.buffer += data
+    *lines, running.buffer = running.buffer.split(b"\n")
+    for line in lines:
+        _read_record(running, json.loads(line))
 
 
 def _read_record(running: _Running, record: dict[str, Any]) -> None:
