@@ -325,9 +325,7 @@ def plugin_error(plugin: str, stage: FailureStage, detail: str, hint: str | None
 
 
 class _InterpreterChangedError(Exception):
-    """A plugin changed the interpreter under the code after it; accelhal undid the change."""
-
-    names_its_place = True  # the message says what happened; the frame would be accelhal's own
+    """A plugin changed the interpreter under the code after it (its message says how); accelhal undid what it could."""
 
 
 def _recursion_limit_put_back(before: int) -> str | None:
@@ -375,7 +373,11 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
             raise
         except BaseException as exc:  # a plugin's import may fail in any way, sys.exit() included
             # a RecursionError under a limit the plugin lowered is the limit's doing: that is what is named
-            entry.state, entry.detail = "failed", _recursion_limit_put_back(limit) or describe_exception(exc)
+            entry.state = "failed"
+            if isinstance(exc, _InterpreterChangedError):
+                entry.detail = str(exc)  # what it did, in words: the exception is accelhal's
+            else:
+                entry.detail = _recursion_limit_put_back(limit) or describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             return
         finally:
