@@ -113,3 +113,54 @@ def runtime_faults(acc: Accelerator) -> Answers:
 def cannot_describe(backend: str, faults: list[Fault]) -> str:
     """``the active backend 'acme' cannot be described: device_count() answered 'eight' (a str), ...``."""
     return f"the active backend {backend!r} cannot be described: {'; '.join(str(fault) for fault in faults)}"
+
+
+ANSWERS_PREFIX = "accelhal-doctor-answers "
+"""Marks the line on which :func:`main` prints what it found (a vendor may print too)."""
+
+
+def main(argv: list[str]) -> int:
+    """In a child process of ``accelhal doctor``: select, ask the active backend, print the faults as JSON.
+
+    ``argv[0]``, where given, is the JSON list of hangs the command knows
+    (:func:`accelhal.cli.supervision.deadline.known_hangs`): a call that hung is refused at once.
+    """
+    import json
+
+    from accelhal.cli.supervision import deadline
+    from accelhal.selection import get_accelerator
+
+    deadline.refuse_known_hangs(json.loads(argv[0]) if argv else ())
+    found = runtime_faults(get_accelerator())
+    print(ANSWERS_PREFIX + json.dumps([[fault.call, fault.said] for fault in found.faults]), flush=True)
+    return 0
+
+
+def faults_in_a_child(environ: dict[str, str], timeout: float) -> list[Fault] | None:
+    """:func:`runtime_faults` of the active backend, asked in a fresh child process; ``None`` when it gave no answer.
+
+    The device is asked there, not here: describing a device initialises its runtime (a CUDA
+    context, on cuda), and ``accelhal doctor`` creates none in its own process.
+    """
+    import json
+    import subprocess
+    import sys
+
+    from accelhal.cli.supervision import deadline
+    from accelhal.process import child_processes
+
+    command = [sys.executable, "-m", "accelhal.cli.diagnosis.answers", json.dumps(deadline.known_hangs())]
+    try:
+        done = child_processes.run(command, timeout=timeout, env=environ)
+    except subprocess.TimeoutExpired:
+        return None
+    lines = [line for line in done.stdout.splitlines() if line.startswith(ANSWERS_PREFIX)]
+    if done.returncode != 0 or not lines:
+        return None
+    return [Fault(call, said) for call, said in json.loads(lines[-1][len(ANSWERS_PREFIX) :])]
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -40,7 +40,6 @@ from __future__ import annotations
 import importlib.metadata as metadata
 import inspect
 import os
-import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -52,7 +51,7 @@ from accelhal.cli.output.wording import STATUS_PHRASES, distribution_of, failure
 from accelhal.cli.supervision import faults
 from accelhal.contract.spec import Status
 from accelhal.errors import ConfigurationError
-from accelhal.process import torch_import
+from accelhal.process import child_processes, torch_import
 from accelhal.process.settings import SECONDS_DEFAULTS, Settings, parse_backend_name, parse_seconds
 from accelhal.report import DetectionReport
 from accelhal.text import quote, sentence, visible
@@ -162,10 +161,12 @@ def _check_override_conflict(ctx: Context) -> None:
 
 
 def _imports_torch(env: dict[str, str], code: str = "import torch") -> tuple[bool, str]:
-    """Run ``code`` in a child interpreter with ``env``; (success, last line of stderr)."""
-    result = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    """Run ``code`` in a child interpreter with ``env``; (success, last line of stderr).
+
+    The child has ended when it exits (what a vendor package starts there may hold its pipes), and it
+    dies with this process (``accelhal.process.child_processes.run``).
+    """
+    result = child_processes.run([sys.executable, "-c", code], timeout=300, env=env)
     lines = result.stderr.strip().splitlines()
     return result.returncode == 0, lines[-1] if lines else f"exit status {result.returncode}"
 
@@ -576,7 +577,7 @@ def _check_torch_accelerator(ctx: Context) -> None:
 
 def _check_runtime_answers(ctx: Context) -> None:
     """The active backend's runtime, asked what ``accelhal info`` asks: each wrong answer or raise is a problem."""
-    from accelhal.cli.diagnosis.answers import runtime_faults
+    from accelhal.cli.diagnosis.answers import faults_in_a_child
     from accelhal.selection import get_accelerator
 
     report = ctx.report
@@ -591,7 +592,18 @@ def _check_runtime_answers(ctx: Context) -> None:
         if source == "built-in"
         else f"report it to the authors of {source}, whose runtime answers so"
     )
-    for fault in runtime_faults(acc).faults:
+    faults = faults_in_a_child(ctx.environ, ctx.step_limit)
+    if faults is None:
+        ctx.problems.append(
+            Problem(
+                code="runtime-error",
+                title=f"the {acc.name!r} runtime did not answer what 'accelhal info' asks",
+                detail=f"a process that asked it gave no answer within {ctx.step_limit:g} s (ACCELHAL_DOCTOR_TIMEOUT)",
+                fix=f"{repair}; until then {_BLOCK}={plugin} skips the backend",
+            )
+        )
+        return
+    for fault in faults:
         raised = fault.said.startswith("raised ")
         ctx.problems.append(
             Problem(
