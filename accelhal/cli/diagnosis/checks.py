@@ -577,7 +577,7 @@ def _check_torch_accelerator(ctx: Context) -> None:
 
 def _check_runtime_answers(ctx: Context) -> None:
     """The active backend's runtime, asked what ``accelhal info`` asks: each wrong answer or raise is a problem."""
-    from accelhal.cli.diagnosis.answers import runtime_faults
+    from accelhal.cli.diagnosis.answers import faults_in_a_child
     from accelhal.selection import get_accelerator
 
     report = ctx.report
@@ -592,7 +592,18 @@ def _check_runtime_answers(ctx: Context) -> None:
         if source == "built-in"
         else f"report it to the authors of {source}, whose runtime answers so"
     )
-    for fault in runtime_faults(acc).faults:
+    faults = faults_in_a_child(ctx.environ, ctx.step_limit)
+    if faults is None:
+        ctx.problems.append(
+            Problem(
+                code="runtime-error",
+                title=f"the {acc.name!r} runtime did not answer what 'accelhal info' asks",
+                detail=f"a process that asked it gave no answer within {ctx.step_limit:g} s (ACCELHAL_DOCTOR_TIMEOUT)",
+                fix=f"{repair}; until then {_BLOCK}={plugin} skips the backend",
+            )
+        )
+        return
+    for fault in faults:
         raised = fault.said.startswith("raised ")
         ctx.problems.append(
             Problem(
