@@ -58,6 +58,7 @@ def _announced_probe(registration: Registration) -> Verdict:
 
 
 def probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> Verdict:
+    """Return what ``probe`` says once ``requires`` import: torch imported once, any raise a ``probe-error`` verdict."""
     import importlib.util
 
     if "torch" in requires and not torch_import.attempt().loaded:  # one import of torch per process
@@ -107,6 +108,7 @@ def mark_invalid(reg: plugins.Registry, record: CandidateRecord, exc: PluginErro
 
 
 def construct(registration: Registration) -> Accelerator:
+    """Build the registration's accelerator; raises :class:`~accelhal.PluginError` naming what failed."""
     cls = load_checked(registration)
     spec = registration.spec
     try:
@@ -219,6 +221,7 @@ def visible_devices_envs(reg: plugins.Registry | None) -> tuple[str, ...]:
 
 
 def check_instance(accelerator: object) -> Accelerator:
+    """Return ``accelerator`` if it is an :class:`~accelhal.Accelerator` honouring the contract, else raise."""
     from accelhal.contract.accelerator import Accelerator
     from accelhal.contract.class_checks import contract_problems
     from accelhal.errors import ContractError

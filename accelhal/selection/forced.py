@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 def settings_for_forcing(name: str) -> Settings:
+    """Check ``name`` as ``set_accelerator()`` was given it, then read the settings."""
     from accelhal.process.settings import parse_backend_name
 
     parse_backend_name("set_accelerator()", name)
@@ -114,6 +115,7 @@ def known_names(reg: plugins.Registry) -> list[str]:
 
 
 def not_probed(reg: plugins.Registry, chosen: str, requested_by: str) -> list[CandidateRecord]:
+    """Record every backend other than ``chosen`` as not probed, since ``requested_by`` chose."""
     return [
         CandidateRecord.of(r, Status.NOT_PROBED, f"not probed: {requested_by} chose {chosen!r}")
         for r in reg.ordered()
