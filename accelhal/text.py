@@ -1,5 +1,8 @@
 """Text helpers shared by every layer (this module imports nothing of accelhal's).
 
+Importing it makes accelhal's own loggers (:data:`LOGGERS`) show a plugin's words as text
+(:class:`VisibleMessages`).
+
 Messages echo what they were given (a variable's value, an argument's ``repr``), and a
 value may be huge: a 10,000-character ``ACCELHAL_ACCELERATOR``, a tensor's ``repr``.
 :func:`shorten` keeps a message to a readable length and says how much it left out.
@@ -11,6 +14,8 @@ Example::
 """
 
 from __future__ import annotations
+
+import logging
 
 SHORTEN_LIMIT = 80
 """The default number of characters :func:`shorten` keeps."""
@@ -89,3 +94,31 @@ def visible(text: str) -> str:
     'no device\\x1b[2J\\r\\nactive backend: cuda'
     """
     return text.translate(_VISIBLE)
+
+
+LOGGERS = ("accelhal", "accelhal.compat.vllm", "accelhal.discovery", "accelhal.distributed", "accelhal.ops")
+"""The loggers accelhal writes to; each shows its messages through :func:`visible` (:class:`VisibleMessages`)."""
+
+
+class VisibleMessages(logging.Filter):
+    """A filter that makes a log record's message visible: a program's own handler then prints it as text.
+
+    accelhal's warnings quote a plugin's words (an op builder's reason, a backend's verdict);
+    a program that configures logging prints them with its own handler and format.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the message by its visible form where it holds a control character; keep every record."""
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: logging reports it itself
+            return True
+        shown = visible(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        return True
+
+
+_VISIBLE_MESSAGES = VisibleMessages()
+for _name in LOGGERS:
+    logging.getLogger(_name).addFilter(_VISIBLE_MESSAGES)

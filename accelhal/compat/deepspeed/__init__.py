@@ -29,13 +29,12 @@ is selected). Nothing else in accelhal imports DeepSpeed.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from accelhal.compat.deepspeed import _targets
+from accelhal.compat.deepspeed._own_import import DeepSpeedImportError, deepspeed_own_import
 from accelhal.contract.spec import BackendSpec, Probe
-from accelhal.errors import AccelhalError
 
 if TYPE_CHECKING:
     from accelhal.compat.deepspeed._adapter import UnavailableBuilder
@@ -55,54 +54,6 @@ _LAZY = {
     "DeepSpeedBackedAccelerator": "accelhal.compat.deepspeed._backend",
     "UnavailableBuilder": "accelhal.compat.deepspeed._adapter",
 }
-
-
-class DeepSpeedImportError(ImportError):
-    """DeepSpeed's own import failed (in DeepSpeed or a library it imports), not accelhal's adapter.
-
-    Raised from the original exception (its ``__cause__``), by every entry point of the adapter
-    that imports DeepSpeed; ``import deepspeed`` fails the same way without accelhal.
-    """
-
-
-@contextlib.contextmanager
-def deepspeed_own_import() -> Iterator[None]:
-    """A block that imports DeepSpeed: what DeepSpeed's own import raises becomes :class:`DeepSpeedImportError`.
-
-    accelhal's own errors (the start-up hook's, which DeepSpeed's import runs) and a DeepSpeed that is
-    not installed at all pass as they are.
-    """
-    try:
-        yield
-    except (AccelhalError, KeyboardInterrupt):
-        raise
-    except ModuleNotFoundError as exc:
-        if exc.name == "deepspeed":
-            raise
-        raise DeepSpeedImportError(_own_import_failed(exc)) from exc
-    except Exception as exc:
-        raise DeepSpeedImportError(_own_import_failed(exc)) from exc
-
-
-def _own_import_failed(exc: BaseException) -> str:
-    """``deepspeed 0.15.4 fails in its own import: RuntimeError: ... (raised in FILE:LINE); ...``."""
-    import importlib.metadata as metadata
-    import traceback
-
-    from accelhal.text import shorten
-
-    try:
-        release = f"deepspeed {metadata.version('deepspeed')}"
-    except metadata.PackageNotFoundError:
-        release = "deepspeed"
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (raised in {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    message = shorten(str(exc).strip(), 300)
-    return (
-        f"{release} fails in its own import: {type(exc).__name__}{': ' + message if message else ''}{where}; "
-        "'python -c \"import deepspeed\"' fails the same way without accelhal: repair the DeepSpeed installation "
-        "or the library named there, or install a DeepSpeed release that imports here"
-    )
 
 
 def __getattr__(name: str) -> Any:

@@ -103,7 +103,7 @@ def deepspeed_twin(*names: str) -> Any | None:
     which op builders exist for the device and where (``op_builder_dir``,
     ``get_op_builder``), and the visible-devices variable DeepSpeed's launcher expects.
     """
-    from accelhal.compat.deepspeed import deepspeed_own_import
+    from accelhal.compat.deepspeed._own_import import deepspeed_own_import
 
     with deepspeed_own_import():
         from deepspeed.accelerator.real_accelerator import SUPPORTED_ACCELERATOR_LIST
@@ -438,7 +438,7 @@ def host_adapter_class() -> type[Any]:
     accelhal's check of the arguments); the others it names are written here (:data:`HOST_WRITTEN`),
     with the class's signatures.
     """
-    from accelhal.compat.deepspeed import deepspeed_own_import
+    from accelhal.compat.deepspeed._own_import import deepspeed_own_import
 
     with deepspeed_own_import():
         from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator

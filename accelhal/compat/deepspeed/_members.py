@@ -14,7 +14,7 @@ from typing import Any
 @functools.cache
 def deepspeed_base() -> type[Any]:
     """DeepSpeed's abstract ``DeepSpeedAccelerator`` (importing it imports the ``deepspeed`` package)."""
-    from accelhal.compat.deepspeed import deepspeed_own_import
+    from accelhal.compat.deepspeed._own_import import deepspeed_own_import
 
     with deepspeed_own_import():
         from deepspeed.accelerator.abstract_accelerator import DeepSpeedAccelerator
