@@ -708,12 +708,16 @@ def _disagrees(cls: type, spec: BackendSpec | None) -> bool:
     return False
 
 
+IDENTITY_ATTRIBUTES: dict[str, str] = {
+    "name": "_name",
+    "device_type": "device_type",
+    "comm_backend": "_communication_backend_name",
+    "visible_devices_envs": "_visible_devices_envs",
+    "export_envs": "_export_envs",
+}
+"""Each identity field of :class:`~accelhal.BackendSpec` and the class attribute that answers it."""
+
+
 def _identity(spec: BackendSpec) -> dict[str, object]:
     """Return the class attributes a spec answers for its accelerator class."""
-    return {
-        "_name": spec.name,
-        "device_type": spec.device_type,
-        "_communication_backend_name": spec.comm_backend,
-        "_visible_devices_envs": spec.visible_devices_envs,
-        "_export_envs": spec.export_envs,
-    }
+    return {attribute: getattr(spec, field) for field, attribute in IDENTITY_ATTRIBUTES.items()}

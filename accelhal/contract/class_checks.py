@@ -12,7 +12,7 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from accelhal.contract.accelerator import Accelerator
+from accelhal.contract.accelerator import IDENTITY_ATTRIBUTES, Accelerator
 from accelhal.contract.constant_members import is_descriptor
 from accelhal.contract.spec import SUPPORTED_CONTRACT_VERSIONS, BackendSpec
 from accelhal.text import MISSING_MEMBERS
@@ -126,15 +126,6 @@ def validate_accelerator_class(cls: type) -> type[Accelerator]:
         raise ContractError(f"{getattr(cls, '__qualname__', cls)!r}: " + "; ".join(problems))
     return cls
 
-
-IDENTITY_ATTRIBUTES: dict[str, str] = {
-    "name": "_name",
-    "device_type": "device_type",
-    "comm_backend": "_communication_backend_name",
-    "visible_devices_envs": "_visible_devices_envs",
-    "export_envs": "_export_envs",
-}
-"""Spec field -> the class attribute that must agree with it."""
 
 IDENTITY_ANSWERS: dict[str, tuple[str, Callable[[Any], object]]] = {
     "name": ("name", operator.attrgetter("name")),
