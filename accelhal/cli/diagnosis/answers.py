@@ -161,6 +161,9 @@ def faults_in_a_child(environ: dict[str, str], timeout: float) -> list[Fault] | 
 
 
 if __name__ == "__main__":
+    import os
     import sys
 
-    sys.exit(main(sys.argv[1:]))
+    status = main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(status)  # no interpreter shutdown: it would wait for what a plugin started (a multiprocessing helper)
