@@ -80,6 +80,24 @@ print(json.dumps({"files": sorted(files), "crossing": crossing[0]}))
 """
 """Counts, with ``sys.setprofile`` in a fresh process, the core files the first call runs code in and its calls
 between project files (a call into a module's body on import counts as one)."""
+PLUGINS = 10
+"""Third-party plugins in the rows that show what the plugin index saves, each costing :data:`PLUGIN_IMPORT_MS`."""
+PLUGIN_IMPORT_MS = 3.0
+"""CPU milliseconds each of those plugins spends on its import (a vendor's runtime is often far more)."""
+PLUGIN_MODULE = """
+import time
+_end = time.process_time() + {seconds}
+while time.process_time() < _end:
+    pass
+from accelhal import BackendSpec, Verdict, hookimpl
+
+@hookimpl
+def accelhal_register_backends(register):
+    register(BackendSpec(name="{name}", device_type="{name}", priority=10, probe=lambda: Verdict.no_device("none"),
+                         accelerator="{module}:Missing"))
+"""
+INDEXED = f"+1,000 distributions, {PLUGINS} plugins, ACCELHAL_ACCELERATOR=cpu (their registrations indexed)"
+UNINDEXED = f"+1,000 distributions, {PLUGINS} plugins, ACCELHAL_ACCELERATOR=cpu (plugin index removed)"
 SCAN_RATIO_LIMIT = 0.08
 """The first ``get_accelerator()``'s CPU time over one stdlib scan of the entry-point group (what pluggy and vLLM
 pay on every start), both with the extra distributions installed."""
@@ -102,6 +120,22 @@ def make_distributions(site: Path, count: int = EXTRA_DISTRIBUTIONS) -> Path:
     return site
 
 
+def make_plugins(site: Path, count: int = PLUGINS) -> Path:
+    """Lay out ``count`` third-party accelhal plugins under ``site``, each spending :data:`PLUGIN_IMPORT_MS`."""
+    site.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        module = f"bench_plugin_{i:02d}"
+        (site / f"{module}.py").write_text(
+            PLUGIN_MODULE.format(seconds=PLUGIN_IMPORT_MS / 1e3, name=f"benchdev{i:02d}", module=module)
+        )
+        info = site / f"{module}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module}\nVersion: 1.0\n")
+        (info / "RECORD").write_text("")
+        (info / "entry_points.txt").write_text(f"[accelhal]\nbenchdev{i:02d} = {module}\n")
+    return site
+
+
 def first_call_footprint() -> dict[str, Any]:
     """What :data:`FOOTPRINT` prints: the core files the first call runs code in, and its crossing calls."""
     out = subprocess.run(python(FOOTPRINT), check=True, capture_output=True, text=True).stdout
@@ -115,6 +149,17 @@ def run(method: Method) -> SuiteResult:
         grown = f"sys.path.insert(1, {str(site)!r})"
         forced = grown + "\nos.environ['ACCELHAL_ACCELERATOR'] = 'cpu'"
         cold = grown + "\nimport tempfile\nos.environ['XDG_CACHE_HOME'] = tempfile.mkdtemp()"
+        plugins = make_plugins(Path(tmp) / "plugins")
+        cache = Path(tmp) / "plugin-cache"
+        index = cache / "accelhal" / "plugin-registrations.json"
+        with_plugins = (
+            f"{grown}\nsys.path.insert(1, {str(plugins)!r})\nos.environ['XDG_CACHE_HOME'] = {str(cache)!r}"
+            "\nos.environ['ACCELHAL_ACCELERATOR'] = 'cpu'"
+        )
+        unindexed = (
+            with_plugins
+            + f"\nimport contextlib\nwith contextlib.suppress(FileNotFoundError): os.remove({str(index)!r})"
+        )
         commands = {
             "installed environment": python(CHILD.format(prelude="", before="", measured=SELECT)),
             GROWN: python(CHILD.format(prelude=grown, before="", measured=SELECT)),
@@ -125,6 +170,8 @@ def run(method: Method) -> SuiteResult:
             ),
             QUERY: python(CHILD.format(prelude=grown, before="", measured=DEVICE_QUERY)),
             SCAN: python(CHILD.format(prelude=grown, before="", measured=SCAN_CODE)),
+            INDEXED: python(CHILD.format(prelude=with_plugins, before="", measured=SELECT)),
+            UNINDEXED: python(CHILD.format(prelude=unindexed, before="", measured=SELECT)),
         }
         clocks = compare_processes(commands, method, reported=True)
     comparison = clocks["cpu"]
