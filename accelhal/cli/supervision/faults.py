@@ -84,8 +84,11 @@ def describe(exc: BaseException) -> str:
     """``exc`` and where accelhal's code called the code that raised it.
 
     ``"RuntimeError: no name (from 'str(get_name(device_index))' in device_description)"``:
-    the last frame of accelhal's own code before the exception left it, else the innermost one.
+    the last frame of accelhal's own code before the exception left it, else the innermost one; none
+    for an exception whose message names its place already (``names_its_place``).
     """
+    if getattr(exc, "names_its_place", False):  # a refused call that hung: its message says where it was stuck
+        return exception_text(exc)
     frames = traceback.extract_tb(exc.__traceback__)
     directories = _own_directories()
     own = [i for i, frame in enumerate(frames) if str(Path(frame.filename).resolve()).startswith(directories)]
