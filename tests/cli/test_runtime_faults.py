@@ -119,7 +119,7 @@ def test_doctor_names_the_device_the_call_and_the_exception_and_runs_every_check
     assert fault["fix"].startswith("Repair the device's driver or runtime")
     assert found["backend-broken"]["detail"] == f"built-in: {BROKEN}."
     assert found["backend-broken"]["fix"] == f"The faildev {HINT}. Until then, ACCELHAL_BLOCK_PLUGINS=generic skips it."
-    assert data["checks"][-2:] == ["torch-accelerator", "runtime-answers"] and data["active"] == "cpu"
+    assert "torch-accelerator" in data["checks"] and "runtime-answers" in data["checks"] and data["active"] == "cpu"
     human = on_device("doctor")
     assert human.returncode == 1 and "Traceback" not in human.output, human.output
     assert "the 'faildev' runtime raises in torch.accelerator.is_available() [runtime-error]" in flat(human.stdout)
