@@ -96,6 +96,19 @@ def test_doctor_names_a_plugins_thread_that_keeps_programs_alive(
     assert "daemon=True" in problem["fix"] and "ACCELHAL_BLOCK_PLUGINS=acmethr" in problem["fix"]
 
 
+def test_doctor_names_a_thread_running_no_plugin_code_and_the_plugins_to_suspect(
+    install_distribution: InstallDistribution,
+) -> None:
+    """A thread started on a function of Python's (time.sleep): no plugin code to name it by; the suspects are."""
+    source = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,), name='acme-sleeper').start()\n"
+    source += backend_plugin("acmethr", priority=10)
+    site = install_distribution("acme-thr", {"acme_thr": source}, {"acmethr": "acme_thr"}).parent
+    result = run_accelhal("doctor", "--json", env={"PYTHONPATH": str(site)}).json()
+    (problem,) = [p for p in result["problems"] if p["code"] == "plugin-thread"]
+    assert problem["title"] == "a plugin leaves thread 'acme-sleeper' running, which keeps programs alive"
+    assert "sleep" in problem["detail"] and "the third-party plugins loaded: acmethr" in problem["detail"]
+
+
 CLOSES = backend_plugin(
     "acmefds", priority=10, probe_body="import os; os.closerange(3, 65536); return Verdict.no_device('x')"
 )

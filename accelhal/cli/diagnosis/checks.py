@@ -70,6 +70,10 @@ SLOW_PLUGIN_SECONDS = SECONDS_DEFAULTS["ACCELHAL_SLOW_PLUGIN_SECONDS"]
 """Default of ``ACCELHAL_SLOW_PLUGIN_SECONDS``: a plugin import or probe slower than this is a warning."""
 
 
+def _threads() -> list[threading.Thread]:
+    return threading.enumerate()
+
+
 @dataclass
 class Context:
     """What the checks share: the environment, the parsed settings and the selection's report."""
@@ -84,6 +88,8 @@ class Context:
     step_limit: float = DOCTOR_TIMEOUT
     slow_seconds: float = SLOW_PLUGIN_SECONDS
     problems: list[Problem] = field(default_factory=list)
+    threads_before: frozenset[int] = field(default_factory=lambda: frozenset(t.ident or 0 for t in _threads()))
+    """The threads that ran before the checks (the command's own, a program's): no plugin started them."""
 
 
 def _bad_variable(ctx: Context, exc: ConfigurationError) -> None:
@@ -617,42 +623,49 @@ def _check_runtime_answers(ctx: Context) -> None:
 
 
 def _thread_origin(thread: threading.Thread, report: DetectionReport) -> tuple[str | None, str]:
-    """The plugin whose code ``thread`` runs (by its entry point's top-level module), and where it is."""
-    frame = sys._current_frames().get(thread.ident or -1)
+    """The plugin whose code ``thread`` runs, and where it is: by its stack, else by the function it was given."""
     tops = {p.value.partition(":")[0].split(".")[0]: p.name for p in report.plugins if not p.builtin}
-    where = "an unknown place"
+    frame = sys._current_frames().get(thread.ident or -1)
     while frame is not None:
-        module = str(frame.f_globals.get("__name__", ""))
-        if where == "an unknown place":
-            where = f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
-        if module.split(".")[0] in tops:
-            code = frame.f_code
-            return tops[module.split(".")[0]], f"{code.co_name} ({code.co_filename}:{frame.f_lineno})"
+        top = str(frame.f_globals.get("__name__", "")).split(".")[0]
+        if top in tops:
+            return tops[top], f"{frame.f_code.co_name} ({frame.f_code.co_filename}:{frame.f_lineno})"
         frame = frame.f_back
-    return None, where
+    target = getattr(thread, "_target", None) or type(thread).run  # the function it was started with
+    top = str(getattr(target, "__module__", "") or "").split(".")[0]
+    return tops.get(top), f"{getattr(target, '__qualname__', repr(target))} (module {top or '?'})"
 
 
 def _check_plugin_threads(ctx: Context) -> None:
-    """A thread that is not a daemon, running plugin code after discovery: programs cannot end while it runs."""
+    """A thread that is not a daemon, started by plugin code during the checks: programs cannot end while it runs."""
     report = ctx.report
     if report is None:
         return
     for thread in threading.enumerate():
-        if thread is threading.main_thread() or thread.daemon or not thread.is_alive():
+        if thread.daemon or not thread.is_alive() or (thread.ident or 0) in ctx.threads_before:
             continue
         plugin, where = _thread_origin(thread, report)
+        name = visible(thread.name)
         if plugin is None:
-            continue  # not a plugin's: the command's own, or the program's that called accelhal.cli.main()
+            suspects = sorted(p.name for p in report.plugins if not p.builtin and p.state == "loaded")
+            title = f"a plugin leaves thread {name!r} running, which keeps programs alive"
+            detail = (
+                f"the thread is not a daemon and runs {where} after discovery, which names no plugin's code; "
+                f"the third-party plugins loaded: {', '.join(suspects) or 'none'}"
+            )
+            fix = f"find the plugin by blocking them one at a time ({_BLOCK}=NAME, then 'accelhal doctor' again)"
+        else:
+            title = f"plugin {plugin!r} leaves thread {name!r} running, which keeps programs alive"
+            detail = f"{distribution_of(report, plugin)}: the thread is not a daemon and runs {where} after discovery"
+            fix = f"its authors should start it with daemon=True (or end it); until then {_BLOCK}={plugin} skips it"
         ctx.problems.append(
             Problem(
                 code="plugin-thread",
                 severity=Severity.WARNING,
-                title=f"plugin {plugin!r} leaves thread {visible(thread.name)!r} running, which keeps programs alive",
-                detail=f"{distribution_of(report, plugin)}: the thread is not a daemon and runs {where} after "
-                "discovery; Python waits for it at the end of every program that uses accelhal, which then "
+                title=title,
+                detail=f"{detail}; Python waits for it at the end of every program that uses accelhal, which then "
                 "does not end",
-                fix=f"its authors should start it with daemon=True (or end it); until then {_BLOCK}={plugin} "
-                "skips the plugin",
+                fix=fix,
             )
         )
 
