@@ -118,7 +118,8 @@ CLOSES = backend_plugin(
 def test_a_probe_that_closes_descriptors_gets_a_verdict_not_a_traceback(
     install_distribution: InstallDistribution,
 ) -> None:
-    """In a program: the probe's verdict says what it did; stdout, whose copy it closed, goes on (to stderr)."""
+    """In a program the probe's verdict says what it did; stdout, whose copy it closed, goes on (to stderr).
+    In the command, one error line names the probe, whose closing of the worker's pipes ended it."""
     site = install_distribution("acme-fds", {"acme_fds": CLOSES}, {"acmefds": "acme_fds"}).parent
     code = "import accelhal\nprint(accelhal.get_accelerator().name)\nprint(accelhal.detect().candidate('acmefds'))\n"
     program = run_accelhal(code=code, env={"PYTHONPATH": str(site)})
@@ -126,3 +127,10 @@ def test_a_probe_that_closes_descriptors_gets_a_verdict_not_a_traceback(
     assert program.returncode == 0, program.output
     assert "status=<Status.PROBE_ERROR: 'probe-error'>" in program.output
     assert "the probe closed file descriptors it did not open" in program.output
+
+    for command in ("info", "list"):  # the command's worker lost its pipes: one line names the step that ended it
+        result = run_accelhal(command, env={"PYTHONPATH": str(site)})
+        assert result.returncode == 1 and "Traceback" not in result.output, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"accelhal: error: 'accelhal {command}' stopped: backend 'acmefds' (its probe)"), line
+        assert "ACCELHAL_BLOCK_PLUGINS=acmefds" in line

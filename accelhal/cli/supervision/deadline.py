@@ -526,14 +526,17 @@ def _worker(
                 }
                 last.update(record)
                 line = (json.dumps(record) + "\n").encode()
-            if in_bounded[0]:
-                _take_token(token[0])
-                try:
+            try:
+                if in_bounded[0]:
+                    _take_token(token[0])
+                    try:
+                        os.write(steps, line)
+                    finally:
+                        os.write(token[1], b".")
+                else:
                     os.write(steps, line)
-                finally:
-                    os.write(token[1], b".")
-            else:
-                os.write(steps, line)
+            except OSError:  # plugin code closed the pipes to the command: end; the command names the last step
+                os._exit(1)
             in_bounded[0] = step is not None and step.bounded
             hang = known_hang(step) if starting and step is not None and step.bounded else None
             if hang is not None and step is not None:
