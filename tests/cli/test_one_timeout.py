@@ -6,7 +6,9 @@ never answers ``device_count()`` or ``is_available()``. ``accelhal doctor --json
 times over: its discovery child's probe (the generic backend's), then the worker's own calls
 (``torch.accelerator.is_available()``), and a worker started again after a hang runs the
 discovery child again. Once the first of them hung, the others are refused at once; the
-command ends within about one timeout of what it takes on the same machine without the device.
+command ends within about one timeout of what the same work takes on the same machine without
+the wait: doctor where the device is not loaded and a plugin's probe ends the discovery child
+instead (which runs a second child too, with the plugin blocked).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 
 from tests.cli.conftest import Result, run_accelhal
 from tests.conftest import InstallDistribution
+from tests.plugin_sources import backend_plugin
 
 pytestmark = pytest.mark.slow  # seconds of deadline, fresh interpreters: CI runs it in nox -s slow
 
@@ -69,6 +72,7 @@ class Module:
 def register():
     backend_registration._setup_privateuseone_for_python_backend("acmepu", Module(), Hooks())
 """
+CRASHING = backend_plugin("acmecrash", probe_body="import os; os._exit(3)")
 TIMEOUT = 6.0
 """Seconds a step may take (--timeout, which bounds doctor's discovery child too)."""
 
@@ -83,12 +87,13 @@ def test_doctor_on_a_hung_device_takes_one_timeout(install_distribution: Install
     site = install_distribution(
         "acme-pu", {"acme_pu": DEVICE}, {}, other_groups={"torch.backends": {"acmepu": "acme_pu:register"}}
     )
+    install_distribution("acme-crash", {"acme_crash": CRASHING}, {"acmecrash": "acme_crash"})
     args = ("doctor", "--json", "--timeout", f"{TIMEOUT:g}")
     env = {"PYTHONPATH": str(site.parent)}
-    healthy, start_up = _timed(*args, env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})  # the device not loaded
-    assert healthy.returncode == 0, healthy.output
-    hung, took = _timed(*args, env=env)
-    assert took < start_up + 2 * TIMEOUT, f"{took:.1f} s; {start_up:.1f} s without the device"
+    crashed, start_up = _timed(*args, env={**env, "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"})  # the device not loaded
+    assert "plugin-crashed" in {problem["code"] for problem in crashed.json()["problems"]}, crashed.output
+    hung, took = _timed(*args, env={**env, "ACCELHAL_BLOCK_PLUGINS": "acmecrash"})
+    assert took < start_up + 2 * TIMEOUT, f"{took:.1f} s; {start_up:.1f} s without the wait"
     assert hung.returncode == 1, hung.output
     found = {problem["code"]: problem for problem in hung.json()["problems"]}
     assert found["plugin-hung"]["title"] == "plugin 'generic' hangs while probing backend 'acmepu'"
