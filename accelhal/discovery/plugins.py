@@ -328,23 +328,23 @@ class _InterpreterChangedError(Exception):
     """A plugin changed the interpreter under the code after it (its message says how); accelhal undid what it could."""
 
 
-def _recursion_limit_put_back(before: int) -> str | None:
-    """Put back a recursion limit a plugin lowered below ``before``; what it did, or ``None`` where it did not."""
+def recursion_limit_put_back(before: int) -> str | None:
+    """Put back a recursion limit plugin code lowered below ``before``; what it did (a predicate), or ``None``."""
     now = sys.getrecursionlimit()
     if now >= before:
         return None
     sys.setrecursionlimit(before)
     return (
-        f"it lowers Python's recursion limit from {before} to {now} (sys.setrecursionlimit), under which torch "
-        "and accelhal fail with RecursionError; accelhal put the limit back and did not load the plugin"
+        f"lowers Python's recursion limit from {before} to {now} (sys.setrecursionlimit), under which torch "
+        "and accelhal fail with RecursionError; accelhal put the limit back"
     )
 
 
 def _keep_recursion_limit(before: int) -> None:
     """Put back a recursion limit a plugin lowered (torch's import then fails), and raise to name the plugin."""
-    changed = _recursion_limit_put_back(before)
+    changed = recursion_limit_put_back(before)
     if changed is not None:
-        raise _InterpreterChangedError(changed)
+        raise _InterpreterChangedError(f"it {changed} and did not load the plugin")
 
 
 def _pluggy_name(entry: PluginRecord) -> str:
@@ -377,7 +377,8 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
             if isinstance(exc, _InterpreterChangedError):
                 entry.detail = str(exc)  # what it did, in words: the exception is accelhal's
             else:
-                entry.detail = _recursion_limit_put_back(limit) or describe_exception(exc)
+                changed = recursion_limit_put_back(limit)
+                entry.detail = f"it {changed} and did not load the plugin" if changed else describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             return
         finally:

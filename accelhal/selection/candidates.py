@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -36,10 +37,12 @@ def probe_candidate(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises. What it writes to stdout goes to stderr and into the record."""
     spec = registration.spec
     started = time.perf_counter()
+    limit = sys.getrecursionlimit()
     with stdout_to_stderr() as printed:  # the probe's step starts after the look-ups (and import torch)
         verdict = probe_verdict(spec.requires, functools.partial(_announced_probe, registration))
-    if printed.damage:  # the process is not what it was: the backend is not usable here
-        verdict = Verdict(Status.PROBE_ERROR, f"the probe {printed.damage}")
+    changed = printed.damage or plugins.recursion_limit_put_back(limit)
+    if changed:  # the process is not what it was: the backend is not usable here
+        verdict = Verdict(Status.PROBE_ERROR, f"the probe {changed}")
     elapsed = time.perf_counter() - started
     return CandidateRecord.of(
         registration,

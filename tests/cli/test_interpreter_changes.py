@@ -54,6 +54,15 @@ def test_every_command_names_the_plugin_and_what_it_did(
     assert "torch cannot load" not in text and "torch itself" not in text
 
 
+def test_a_probe_that_lowers_the_limit_gets_a_verdict_saying_so(install_distribution: InstallDistribution) -> None:
+    source = backend_plugin("acmerec", priority=10, probe_body="import sys; sys.setrecursionlimit(100); return None")
+    site = install_distribution("acme-rec", {"acme_rec": source}, {"acmerec": "acme_rec"}).parent
+    code = "import sys, accelhal\nprint(accelhal.detect().candidate('acmerec').reason, sys.getrecursionlimit())\n"
+    result = run_accelhal(code=code, env={"PYTHONPATH": str(site)})
+    assert result.returncode == 0, result.output
+    assert result.stdout.startswith(f"the probe {SAID}") and result.stdout.split()[-1] == "1000", result.stdout
+
+
 def test_a_program_whose_torch_the_plugin_broke_is_sent_to_doctor_which_names_it(
     install_distribution: InstallDistribution,
 ) -> None:
