@@ -534,7 +534,8 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
         With ``make_copy=False`` the tensor is only a shape/dtype template and a fresh,
         uninitialised pinned buffer is returned; ``match_shape=False`` makes it flat.
-        Where the backend cannot page-lock (cpu), ``make_copy=True`` returns ``tensor`` itself.
+        Where the backend cannot page-lock, ``make_copy=True`` returns ``tensor`` itself (cpu returns it for
+        ``make_copy=False`` too, as DeepSpeed's ``CPU_Accelerator`` does).
         """
         if not isinstance(tensor, torch.Tensor):  # inline: the call costs only on the error path
             check_tensor(tensor, "pin_memory")
