@@ -24,6 +24,7 @@ from accelhal._version import __version__
 from accelhal.contract.spec import CONTRACT_VERSION, Status
 
 from accelhal.discovery.records import DecisionRule, FailureStage, PluginState
+
 if TYPE_CHECKING:
     from accelhal.contract.accelerator import Accelerator
     from accelhal.discovery.records import Decision
