@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from accelhal._version import __version__
 from accelhal.contract.spec import CONTRACT_VERSION, Status
-
 from accelhal.discovery.records import DecisionRule, FailureStage, PluginState
 
 if TYPE_CHECKING:
