@@ -117,6 +117,10 @@ def cannot_describe(backend: str, faults: list[Fault]) -> str:
 
 ANSWERS_PREFIX = "accelhal-doctor-answers "
 """Marks the line on which :func:`main` prints what it found (a vendor may print too)."""
+ASKING = "accelhal-doctor-asking"
+"""The line :func:`main` prints once it has selected, as it starts asking the device."""
+START_LIMIT = 300.0
+"""Seconds the child may take to start and select (a fresh interpreter, ``import torch``, discovery)."""
 
 
 def main(argv: list[str]) -> int:
@@ -131,33 +135,80 @@ def main(argv: list[str]) -> int:
     from accelhal.selection import get_accelerator
 
     deadline.refuse_known_hangs(json.loads(argv[0]) if argv else ())
-    found = runtime_faults(get_accelerator())
+    acc = get_accelerator()
+    print(ASKING, flush=True)
+    found = runtime_faults(acc)
     print(ANSWERS_PREFIX + json.dumps([[fault.call, fault.said] for fault in found.faults]), flush=True)
     return 0
 
 
-def faults_in_a_child(environ: dict[str, str], timeout: float) -> list[Fault] | None:
+def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, backend: str) -> list[Fault] | None:
     """:func:`runtime_faults` of the active backend, asked in a fresh child process; ``None`` when it gave no answer.
 
     The device is asked there, not here: describing a device initialises its runtime (a CUDA
-    context, on cuda), and ``accelhal doctor`` creates none in its own process.
+    context, on cuda), and ``accelhal doctor`` creates none in its own process. The child may
+    take :data:`START_LIMIT` to start and select, then ``timeout`` seconds to answer; a device
+    that does not answer in time is declared hung to the command
+    (``accelhal.cli.supervision.deadline.declare_hung``), so that no later step waits on it again.
     """
+    import contextlib
     import json
+    import queue
     import subprocess
     import sys
+    import threading
+    import time
 
     from accelhal.cli.supervision import deadline
     from accelhal.process import child_processes
 
     command = [sys.executable, "-m", "accelhal.cli.diagnosis.answers", json.dumps(deadline.known_hangs())]
+    lines: queue.Queue[str | None] = queue.Queue()
+    process = subprocess.Popen(
+        command,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        errors="replace",
+        **child_processes.popen_options(),
+    )
+    assert process.stdout is not None
+    stdout = process.stdout
+
+    def read() -> None:
+        with contextlib.suppress(OSError, ValueError):  # the pipe is closed once the child is gone
+            for line in stdout:
+                lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        done = child_processes.run(command, timeout=timeout, env=environ)
-    except subprocess.TimeoutExpired:
-        return None
-    lines = [line for line in done.stdout.splitlines() if line.startswith(ANSWERS_PREFIX)]
-    if done.returncode != 0 or not lines:
-        return None
-    return [Fault(call, said) for call, said in json.loads(lines[-1][len(ANSWERS_PREFIX) :])]
+        asking_since = None
+        limit = time.monotonic() + START_LIMIT
+        while True:
+            try:
+                line = lines.get(timeout=max(0.0, limit - time.monotonic()))
+            except queue.Empty:
+                if asking_since is not None:
+                    deadline.declare_hung(
+                        "call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT"
+                    )
+                return None
+            if line is None:
+                return None
+            if line.startswith(ASKING) and asking_since is None:
+                asking_since = time.monotonic()
+                limit = asking_since + timeout
+            elif line.startswith(ANSWERS_PREFIX):
+                return [Fault(call, said) for call, said in json.loads(line[len(ANSWERS_PREFIX) :])]
+    finally:
+        child_processes.kill_tree(process.pid)
+        process.wait()
+        reader.join(timeout=1.0)
+        stdout.close()
 
 
 if __name__ == "__main__":

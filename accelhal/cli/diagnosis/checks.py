@@ -598,7 +598,7 @@ def _check_runtime_answers(ctx: Context) -> None:
         if source == "built-in"
         else f"report it to the authors of {source}, whose runtime answers so"
     )
-    faults = faults_in_a_child(ctx.environ, ctx.step_limit)
+    faults = faults_in_a_child(ctx.environ, ctx.step_limit, plugin, acc.name)
     if faults is None:
         ctx.problems.append(
             Problem(
