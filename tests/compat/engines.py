@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +70,24 @@ def install_distribution(site: Path, name: str, entry_points: str) -> Path:
 def device_site(run_cache: RunCache) -> Path:
     """A site directory with the test device's autoload distribution: ``import torch`` loads it as ``testdev``."""
     return run_cache.directory("engines-testdev-site", lambda d: write_autoload_distribution(d, "testdev"))
+
+
+INFO = (
+    "import subprocess, sys\n"
+    "print(subprocess.run([sys.executable, '-m', 'accelhal', 'info', '--json'], capture_output=True, text=True).stdout)"
+)
+"""``accelhal info --json`` in a child of a fresh process (the engines' tests run it with ``run_code``)."""
+
+
+def rows_naming_no_real_member(members: Mapping[str, Any], kit: type) -> dict[str, Any]:
+    """The rows of a bridge's member table whose ``contract``, ``spec`` or ``kit`` source names no such member."""
+    from accelhal import Accelerator, BackendSpec
+    from accelhal.plain_record import record_fields
+
+    spec = BackendSpec(name="x", device_type="x", priority=1, accelerator="m:C", probe=lambda: None)  # type: ignore[arg-type,return-value]
+    fields = {
+        "contract": set(dir(Accelerator)) | {"*"},
+        "spec": set(record_fields(spec)),
+        "kit": {field.name for field in dataclasses.fields(kit)},
+    }
+    return {m: a for m, a in members.items() if a.source in fields and a.by not in fields[a.source]}

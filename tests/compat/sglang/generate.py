@@ -30,7 +30,8 @@ def transformers_tokens(model: str, max_tokens: int, prompts: list[list[int]] = 
     import torch
     import transformers
 
-    reference = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).eval()
+    reference: Any = transformers.AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+    reference.train(False)
     tokens = []
     for prompt in prompts:
         ids = torch.tensor([prompt])

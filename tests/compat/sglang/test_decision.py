@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from accelhal.compat.sglang import PLATFORM_QUALNAME, SERVED_BY_SGLANG, decide_for
-from tests.compat.engines import device_site, run_code
+from tests.compat.engines import INFO, device_site, run_code
 from tests.compat.sglang import vendor_plugin
 from tests.compat.sglang.runs import environment
 from tests.sharing import RunCache
@@ -143,12 +143,6 @@ def test_each_built_in_backend_decides_by_its_device_type(name: str, forced: boo
         assert (decision.active, decision.rule) == (True, "forced" if forced else "device")
     assert decide_for("cpu", "cpu", forced, [], cpu_engine=True).active is forced
     assert name not in ("cuda", "xpu", "npu", "musa", "mps") or not decision.active
-
-
-INFO = (
-    "import subprocess, sys\n"
-    "print(subprocess.run([sys.executable, '-m', 'accelhal', 'info', '--json'], capture_output=True, text=True).stdout)"
-)
 
 
 def test_accelhal_info_names_the_platform_sglang_chooses(run_cache: RunCache) -> None:

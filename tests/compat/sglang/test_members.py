@@ -7,10 +7,9 @@ from typing import Any
 
 import pytest
 
-from accelhal.plain_record import record_fields
 from accelhal.compat.sglang import MEMBERS
 from accelhal.compat.sglang._releases import SHAPES, SUPPORTED
-from tests.compat.engines import run_code
+from tests.compat.engines import rows_naming_no_real_member, run_code
 from tests.compat.sglang.runs import FORCED, environment
 from tests.compat.sglang.shapes import platform_members
 
@@ -25,17 +24,9 @@ def test_the_table_names_no_member_the_installed_platform_lacks() -> None:
 
 
 def test_contract_spec_and_kit_rows_name_real_members() -> None:
-    from accelhal import Accelerator, BackendSpec
     from accelhal.compat.sglang import SglangKit
 
-    spec = BackendSpec(name="x", device_type="x", priority=1, accelerator="m:C", probe=lambda: None)  # type: ignore[arg-type,return-value]
-    fields = {
-        "contract": set(dir(Accelerator)),
-        "spec": set(record_fields(spec)),
-        "kit": set(SglangKit.__dataclass_fields__),
-    }
-    wrong = {m: a for m, a in MEMBERS.items() if a.source in fields and a.by not in fields[a.source]}
-    assert not wrong
+    assert not rows_naming_no_real_member(MEMBERS, SglangKit)
 
 
 BUILT = """
