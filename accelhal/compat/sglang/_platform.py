@@ -4,7 +4,7 @@ SGLang imports this module, in each of its processes, only once the bridge's ``a
 has answered (:mod:`accelhal.compat.sglang._decision`). The class is built then, from
 ``MEMBERS``: each member comes from the source its row names, and nothing else decides. The
 installed SGLang's release must lie in :data:`~accelhal.compat.sglang._releases.SUPPORTED`
-(checked first, before anything of SGLang is imported).
+(checked first, before the bridge imports SGLang's platform classes or builds anything).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import accelhal  # noqa: E402
 from accelhal.compat import _engines  # noqa: E402
 from accelhal.compat.sglang._members import MEMBERS  # noqa: E402
 from accelhal.compat.sglang.kit import PORTABLE, SglangKit  # noqa: E402
-from accelhal.selection import registry  # noqa: E402
 from accelhal.contract.spec import Capability  # noqa: E402
+from accelhal.selection import registry  # noqa: E402
 
 if TYPE_CHECKING:
     from accelhal.contract.accelerator import Accelerator
