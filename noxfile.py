@@ -11,6 +11,7 @@ the pins first.
 from __future__ import annotations
 
 import glob
+from pathlib import Path
 
 import nox
 
@@ -247,6 +248,42 @@ def vllm(session: nox.Session, end: str) -> None:
     )
     session.run(
         "python", "-m", "pytest", "tests/compat/vllm", *ADAPTER_SUITE, "-p", "no:cacheprovider", *session.posargs
+    )
+
+
+SGLANG_ENDS: dict[str, tuple[str, ...]] = {
+    "floor": ("sglang==0.5.22",),
+    "newest": ("sglang==0.5.23",),
+}
+"""Each end of the SGLang releases the bridge supports (``accelhal.compat.sglang._releases.SUPPORTED``, which
+``tests/compat/sglang/test_releases.py`` checks against these pins). Each pins its own torch (2.14.1, the CUDA
+build, which runs on the CPU)."""
+
+SGLANG_OVERRIDES = {"floor": ("cuda-tile==1.6.0",)}
+"""What the index cannot give as an end pins it: SGLang 0.5.22 pins ``cuda-tile==1.6.0rc5``, whose only file is
+a stub that downloads the wheel from NVIDIA's own index at install time; its release 1.6.0 is a wheel (CUDA
+only: SGLang's CPU path never imports it)."""
+
+
+@nox.session
+@nox.parametrize("end", list(SGLANG_ENDS))
+def sglang(session: nox.Session, end: str) -> None:
+    """The SGLang bridge's tests (``tests/compat/sglang``) with SGLang at one end of the supported range.
+
+    ``nox -s "sglang(end='newest')"`` (CI runs it); SGLang pins its torch, so the session is a venv of its own.
+    """
+    seed_pip(session)
+    overrides = SGLANG_OVERRIDES.get(end, ())
+    if overrides:
+        pinned = Path(session.create_tmp()) / "overrides.txt"
+        pinned.write_text("\n".join(overrides) + "\n")
+        session.install(*SGLANG_ENDS[end], "--override", str(pinned))
+    else:
+        session.install(*SGLANG_ENDS[end])
+    session.install("-e", ".[kit]", "pytest-xdist>=3.6")
+    session.run("python", "-c", "import sys, torch, sglang; print(sys.version, torch.__version__, sglang.__version__)")
+    session.run(
+        "python", "-m", "pytest", "tests/compat/sglang", *ADAPTER_SUITE, "-p", "no:cacheprovider", *session.posargs
     )
 
 

@@ -76,6 +76,7 @@ def jobs() -> list[Job]:
     """Every job, the longest first."""
     oldest_core, newest_core = core_ends()
     return [
+        Job("sglang(end='newest')"),
         Job("vllm(end='newest')"),
         Job(newest_core),
         Job(oldest_core),

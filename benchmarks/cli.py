@@ -5,6 +5,7 @@
     python -m benchmarks                      # every CPU suite; rewrites benchmarks/RESULTS.md
     python -m benchmarks --suite members      # one suite (repeatable)
     VENV/bin/python -m benchmarks --suite vllm  # with vLLM installed: rewrites benchmarks/RESULTS-vllm.md
+    VENV/bin/python -m benchmarks --suite sglang  # with SGLang installed: rewrites benchmarks/RESULTS-sglang.md
     python -m benchmarks --quick              # fewer repeats: a smoke run, RESULTS.md untouched
     python3 -m benchmarks --gpu --out "$OUT"  # on the GPU machine: cuda members, loop, graphs, compile, start-up
     python3 -m benchmarks --suite compile     # torch.compile's compiled / eager step on the active backend
@@ -29,10 +30,11 @@ from benchmarks.method import Method
 from benchmarks.results import SuiteResult, chart, environment, print_suite, results_markdown, target_table, text_table
 
 HERE = Path(__file__).resolve().parent
-CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops", "adapters", "vllm")
+CPU_SUITES = ("members", "hot_path", "discovery", "startup", "generic", "deepspeed_ops", "adapters", "vllm", "sglang")
 """In this order: the in-process suites first, then those that spawn processes.
 
-``vllm`` runs only where vLLM is installed (elsewhere it says so) and writes ``RESULTS-vllm.md``.
+``vllm`` runs only where vLLM is installed (elsewhere it says so) and writes ``RESULTS-vllm.md``; ``sglang`` likewise
+with SGLang (``RESULTS-sglang.md``).
 
 ``hot_path`` imports DeepSpeed (when installed) into this process, so it runs after
 ``members``, which must not see DeepSpeed's side effects.
@@ -90,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick and (args.gpu or args.suite is None):
         command = "python3 -m benchmarks --gpu --out DIR" if args.gpu else "python -m benchmarks"
         _write_page(results, env, method.as_dict(), args.out if args.gpu else HERE, args.gpu, command)
-    if not args.quick and not args.gpu and "vllm" in names:
-        from benchmarks.vllm import write_page
-
-        write_page(results[names.index("vllm")], env, method.as_dict(), HERE)
+    for engine in ("vllm", "sglang"):
+        if not args.quick and not args.gpu and engine in names:
+            write_page = importlib.import_module(f"benchmarks.{engine}").write_page
+            write_page(results[names.index(engine)], env, method.as_dict(), HERE)
     return 0 if all(t.passed for t in targets) else 1
 
 

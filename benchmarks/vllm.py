@@ -248,13 +248,13 @@ def probe(generate: Callable[[Any], object], kinds: dict[str, Any], request: dic
 class Engine:
     """One engine process: started with its variables, it answers each block request on its stdout's marked lines."""
 
-    def __init__(self, name: str, model: Path, env: dict[str, str], log: Path) -> None:
+    def __init__(self, name: str, model: Path, env: dict[str, str], log: Path, module: str = "benchmarks.vllm") -> None:
         self.name, self.log = name, log
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._tail: collections.deque[str] = collections.deque(maxlen=40)
         with log.open("w") as errors:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.vllm", "engine", str(model)],
+                [sys.executable, "-m", module, "engine", str(model)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=errors,
@@ -427,7 +427,9 @@ def generation_ratio(blocks: dict[str, list[dict[str, Any]]], name: str, kind: s
     return statistics.median(o[1] / m[1] for m, o in pairs)
 
 
-def _ratio_rows(data: dict[str, Any], name: str) -> tuple[list[list[str]], dict[str, Sample]]:
+def _ratio_rows(
+    data: dict[str, Any], name: str, labels: dict[str, str] = LABELS
+) -> tuple[list[list[str]], dict[str, Sample]]:
     """The rows of ``name`` / ``own`` per figure and clock, across the generations that ran ``name``; their samples."""
     rows, samples = [], {}
     runs = [g["blocks"] for g in data["generations"] if name in g["blocks"]]
@@ -443,7 +445,7 @@ def _ratio_rows(data: dict[str, Any], name: str) -> tuple[list[list[str]], dict[
             each = ", ".join(f"{v:.3f}" for v in sample.values)
             rows.append(
                 [
-                    f"{LABELS[name]} / {LABELS['own']}: {kind}, {clock} clock",
+                    f"{labels[name]} / {labels['own']}: {kind}, {clock} clock",
                     shown,
                     interval,
                     f"geometric mean over {len(runs)} generations, 95% interval; each generation's: {each}",
@@ -452,7 +454,9 @@ def _ratio_rows(data: dict[str, Any], name: str) -> tuple[list[list[str]], dict[
     return rows, samples
 
 
-def _engine_rows(name: str, data: dict[str, Any]) -> list[list[str]]:
+def _engine_rows(
+    name: str, data: dict[str, Any], labels: dict[str, str] = LABELS, own: str = "vLLM's own"
+) -> list[list[str]]:
     """An engine's TTFT and decode tokens/s on both clocks over all its blocks, and its calls into accelhal."""
     rows = []
     runs = [g for g in data["generations"] if name in g["blocks"]]
@@ -465,14 +469,14 @@ def _engine_rows(name: str, data: dict[str, Any]) -> list[list[str]]:
         note = f"{len(runs)} processes, {len(blocks)} blocks; start-up {starts:.0f} s, on {platform}"
         rows.append(
             [
-                f"{LABELS[name]}: time to first token, {clock} clock",
+                f"{labels[name]}: time to first token, {clock} clock",
                 fmt(ttft.median, "ms"),
                 fmt(ttft.iqr, "ms"),
                 note if clock == "cpu" else "",
             ]
         )
         rows.append(
-            [f"{LABELS[name]}: decode, {clock} clock", f"{rate.median:.1f} tokens/s", f"{rate.iqr:.1f} tokens/s", ""]
+            [f"{labels[name]}: decode, {clock} clock", f"{rate.median:.1f} tokens/s", f"{rate.iqr:.1f} tokens/s", ""]
         )
     probed = _probed(name, data)
     if probed is None:
@@ -482,16 +486,16 @@ def _engine_rows(name: str, data: dict[str, Any]) -> list[list[str]]:
     low, high = added["decode"].median_ci()
     rows += [
         [
-            f"{LABELS[name]}: calls into accelhal per generate",
+            f"{labels[name]}: calls into accelhal per generate",
             f"{calls['ttft']:g} / {calls['decode']:g}",
             "",
             f"max_tokens=1 / max_tokens={TOKENS}, counted by a profiler",
         ],
         [
-            f"{LABELS[name]}: CPU time they add per generate",
+            f"{labels[name]}: CPU time they add per generate",
             f"{fmt(added['ttft'].median * 1e6, 'us')} / {fmt(added['decode'].median * 1e6, 'us')}",
             f"{low * 1e6:.2f}-{high * 1e6:.2f} us",
-            f"{added['decode'].median / own_generate:.4%} of vLLM's own generate of {TOKENS}; 95% interval, "
+            f"{added['decode'].median / own_generate:.4%} of {own} generate of {TOKENS}; 95% interval, "
             f"{len(added['decode'].values)} rounds",
         ],
     ]
@@ -524,7 +528,9 @@ def summarise(data: dict[str, Any]) -> SuiteResult:
     return SuiteResult(suite="vllm", title=TITLE, headers=HEADERS, rows=rows, targets=targets, raw=raw)
 
 
-def _targets(data: dict[str, Any], name: str, samples: dict[str, Sample]) -> list[Target]:
+def _targets(
+    data: dict[str, Any], name: str, samples: dict[str, Sample], labels: dict[str, str] = LABELS, engine: str = "vLLM"
+) -> list[Target]:
     """TTFT and decode of ``name`` against ``own``: each generation's ratio, their geometric mean and interval."""
     probed = _probed(name, data)
     targets = []
@@ -537,7 +543,7 @@ def _targets(data: dict[str, Any], name: str, samples: dict[str, Sample]) -> lis
             calls = f"; {probed[0][key]:g} calls into accelhal per generate, adding {added:.2f} us"
         targets.append(
             Target(
-                f"vLLM {what}: {LABELS[name]} against {LABELS['own']}",
+                f"{engine} {what}: {labels[name]} against {labels['own']}",
                 centre,
                 LIMIT,
                 "x",
@@ -593,16 +599,32 @@ def write_page(result: SuiteResult, env: dict[str, str], method: dict[str, Any],
         "prompt": f"{len(PROMPT)} token ids",
         "engine variables": " ".join(f"{k}={v}" for k, v in BASE_ENV.items()),
     }
+    method_words = (
+        "`benchmarks/vllm.py` (generations of fresh engine processes on one tiny Llama, each measured in blocks whose "
+        "order rotates; a generation's ratio is the median of its paired per-block ratios, a target the geometric mean "
+        "of the generations' ratios with its 95% interval)"
+    )
+    return results_page("vllm", "vLLM", method_words, result, {**env, **settings}, method, where)
+
+
+def results_page(
+    suite: str,
+    engine: str,
+    method_words: str,
+    result: SuiteResult,
+    settings: dict[str, str],
+    method: dict[str, Any],
+    where: Path,
+) -> Path:
+    """Write ``RESULTS-<suite>.md`` in ``where``: ``settings``, the method's, the targets and the table."""
     passed = sum(t.passed for t in result.targets)
     page = [
-        "# accelhal benchmark results: vLLM",
+        f"# accelhal benchmark results: {engine}",
         "",
-        "Regenerated by `python -m benchmarks --suite vllm` run with a Python where vLLM is installed; do not edit by "
-        "hand. Method: `benchmarks/vllm.py` (generations of fresh engine processes on one tiny Llama, each measured "
-        "in blocks whose order rotates; a generation's ratio is the median of its paired per-block ratios, a target "
-        "the geometric mean of the generations' ratios with its 95% interval).",
+        f"Regenerated by `python -m benchmarks --suite {suite}` run with a Python where {engine} is installed; do not "
+        f"edit by hand. Method: {method_words}.",
         "",
-        markdown_table(["", ""], [[k, v] for k, v in {**env, **settings}.items()]),
+        markdown_table(["", ""], [[k, v] for k, v in settings.items()]),
         "",
         "Method settings: " + ", ".join(f"{k}={v}" for k, v in method.items()),
         "",
@@ -614,7 +636,7 @@ def write_page(result: SuiteResult, env: dict[str, str], method: dict[str, Any],
         "",
         markdown_table(result.headers, result.rows),
     ]
-    path = where / "RESULTS-vllm.md"
+    path = where / f"RESULTS-{suite}.md"
     path.write_text("\n".join(page) + "\n")
     print(f"wrote {path}")
     return path

@@ -334,3 +334,29 @@ def test_vllm_suite_says_it_is_skipped_where_vllm_is_not_installed(
     result = vllm.run(TINY)
     assert result.targets == [] and vllm.write_page(result, {}, {}, tmp_path) is None
     assert not list(tmp_path.glob("RESULTS*"))
+
+
+def test_sglang_targets_are_the_vllm_methods_over_its_own_engines(tmp_path: Path) -> None:
+    """The SGLang suite judges the bridge against the hand-written platform as the vLLM suite does; its page names
+    SGLang's release and its table the calls counted in the scheduler."""
+    from benchmarks import sglang
+
+    generations = [_vllm_generation(f, probe=False) for f in (1.25, 1.10, 1.15)]
+    for generation in generations:
+        generation["ready"] = {
+            name: {"platform": sglang.PLATFORMS[name], "sglang": "0.5.23", "start_seconds": 60.0}
+            for name in ("own", "bridge")
+        }
+        del generation["blocks"]["testdev"]
+        generation["calls"] = {}
+    generations[0]["calls"] = {name: {"ttft": {}, "decode": {}} for name in ("own", "bridge")}
+    data = {"compared": "bridge", "generations": generations, "seconds": 100.0, "load": [1.0, 2.0]}
+    result = sglang.summarise(data)
+    ttft, rate = result.targets
+    assert ttft.measured == pytest.approx((1.25 * 1.10 * 1.15) ** (1 / 3)) and not rate.passed
+    assert ttft.name.startswith("SGLang TTFT: accelhal's platform on cpu against a hand-written platform")
+    assert "0 calls into accelhal per generate" in ttft.note
+    calls = [row for row in result.rows if row[0].endswith("calls into accelhal per generate")]
+    assert [row[1] for row in calls] == ["0 / 0", "0 / 0"]
+    page = sglang.write_page(result, {"python": "3"}, {"repeats": 51}, tmp_path)
+    assert page is not None and page.name == "RESULTS-sglang.md" and "| sglang | 0.5.23 |" in page.read_text()

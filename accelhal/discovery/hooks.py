@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:  # type variables of annotations only: creating them costs the first call
+    from accelhal.compat.sglang.kit import SglangKit
     from accelhal.compat.vllm.kit import VllmKit
     from accelhal.contract.spec import BackendSpec
 
@@ -205,6 +206,18 @@ def accelhal_vllm_kit(backend: str) -> VllmKit | None:
                 return VllmKit(attention_backend="my_pkg.vllm.attention.MyAttentionBackend",
                                kernels=("my_pkg.vllm.ops",))
             return None
+    """
+
+
+@hookspec(firstresult=True)
+def accelhal_sglang_kit(backend: str) -> SglangKit | None:
+    """What backend ``backend`` adds for SGLang beyond the contract, or ``None`` (the first answer wins).
+
+    Return an :class:`accelhal.compat.sglang.SglangKit`: the device's attention backend, the
+    modules that register its kernels, its graph runner and communicator, as names SGLang
+    imports in its own processes. Called by the SGLang bridge (:mod:`accelhal.compat.sglang`)
+    when it builds the platform of the active backend, never during discovery; without an
+    answer SGLang runs its portable path (``docs/sglang.md``). The twin of :func:`accelhal_vllm_kit`.
     """
 
 

@@ -316,6 +316,15 @@ def _table() -> tuple[Variable, ...]:
             "cuda, xpu or xla, which vLLM's own platforms serve), off. Read in each vLLM process (docs/vllm.md).",
         ),
         Variable(
+            "ACCELHAL_SGLANG_PLATFORM",
+            "auto, on or off",
+            "auto",
+            "accelhal.compat.sglang, SGLang's platform plugin: auto (the bridge answers where accelhal's active "
+            "backend is a device SGLang has no platform for and no vendor's SGLang plugin answers; on cpu unless "
+            "SGLANG_USE_CPU_ENGINE=1), on (also beside SGLang's CPU engine; never on cuda, xpu, npu, musa or mps, "
+            "which SGLang's own platforms serve), off. Read in each SGLang process (docs/sglang.md).",
+        ),
+        Variable(
             "ACCELHAL_SIMULATED_DEVICES",
             "integer",
             "2",

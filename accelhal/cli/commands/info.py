@@ -15,7 +15,7 @@ import argparse
 from rich.console import Console
 
 from accelhal.cli.output import render
-from accelhal.cli.output.models import InfoOutput, VllmPlatformReport
+from accelhal.cli.output.models import InfoOutput, SglangPlatformReport, VllmPlatformReport
 from accelhal.cli.output.wording import decision_sentence, failure_line, plugin_problems, probe_rows
 from accelhal.report import AcceleratorInfo, DetectionReport
 from accelhal.text import sentence
@@ -67,7 +67,8 @@ def collect() -> InfoOutput:
             described = acc.info()
     except Exception as exc:  # a device's runtime can raise in any call: say which, go no further
         return output(None, f"the active backend {acc.name!r} raised while it was described: {describe(exc)}")
-    return output(described).model_copy(update={"vllm": vllm_platform(acc.name)})
+    engines = {"vllm": vllm_platform(acc.name), "sglang": sglang_platform(acc.name)}
+    return output(described).model_copy(update=engines)
 
 
 def vllm_platform(backend: str) -> VllmPlatformReport | None:
@@ -78,6 +79,16 @@ def vllm_platform(backend: str) -> VllmPlatformReport | None:
     with bounded(backend, "vLLM's platform resolution"):
         choice = platform_choice()
     return None if choice is None else VllmPlatformReport(platform=choice.platform, bridge=choice.bridge)
+
+
+def sglang_platform(backend: str) -> SglangPlatformReport | None:
+    """What SGLang would run on here (``None`` without SGLang); bounded as the backend's calls are."""
+    from accelhal.cli.supervision.faults import bounded
+    from accelhal.compat.sglang._report import platform_choice
+
+    with bounded(backend, "SGLang's platform resolution"):
+        choice = platform_choice()
+    return None if choice is None else SglangPlatformReport(platform=choice.platform, bridge=choice.bridge)
 
 
 def print_why(out: Console, report: DetectionReport) -> None:
@@ -174,6 +185,8 @@ def run(args: argparse.Namespace) -> int:
     render.field(out, "versions", ", ".join(versions))
     if output.vllm is not None:
         render.field(out, "vllm platform", f"{output.vllm.platform} (accelhal's bridge {output.vllm.bridge})")
+    if output.sglang is not None:
+        render.field(out, "sglang platform", f"{output.sglang.platform} (accelhal's bridge {output.sglang.bridge})")
     print_plugin_problems(out, output)
     print_held_back(out, output)
     return 0

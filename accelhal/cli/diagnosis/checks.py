@@ -89,7 +89,7 @@ class Context:
     slow_seconds: float = SLOW_PLUGIN_SECONDS
     problems: list[Problem] = field(default_factory=list)
     threads_before: frozenset[int] = field(default_factory=lambda: frozenset(t.ident or 0 for t in _threads()))
-    """The threads that ran before the checks (the command's own, a program's): no plugin started them."""
+    """Threads already running before the checks (the command's own and a program's), which no plugin started."""
 
 
 def _bad_variable(ctx: Context, exc: ConfigurationError) -> None:
@@ -132,10 +132,11 @@ def _check_settings(ctx: Context) -> None:
 def _readers_beyond_selection() -> tuple[Callable[[Mapping[str, str]], object], ...]:
     """Return the readers of the variables that selection does not read.
 
-    They are a distributed set-up's, the op builders', the vLLM bridge's and the DeepSpeed hook's; each raises
-    ``ConfigurationError`` naming its variable.
+    They are a distributed set-up's, the op builders', the vLLM and SGLang bridges' and the DeepSpeed hook's;
+    each raises ``ConfigurationError`` naming its variable.
     """
     from accelhal.compat.deepspeed._hook import DISABLE_OPS, ENABLE, parse_disable_ops
+    from accelhal.compat.sglang._decision import mode as sglang_mode
     from accelhal.compat.vllm._decision import mode
     from accelhal.process.settings import OpsSettings, dist_timeout, parse_bool
 
@@ -143,6 +144,7 @@ def _readers_beyond_selection() -> tuple[Callable[[Mapping[str, str]], object], 
         dist_timeout,
         OpsSettings.from_environ,
         mode,
+        sglang_mode,
         lambda environ: parse_bool(ENABLE, environ.get(ENABLE)),
         lambda environ: parse_disable_ops(environ.get(DISABLE_OPS)),
     )

@@ -39,6 +39,15 @@ class VllmPlatformReport(_Output):
     bridge: str = Field(description="whether accelhal's vLLM platform answers here, and why (docs/vllm.md)")
 
 
+class SglangPlatformReport(VllmPlatformReport):
+    """Where SGLang is installed: the platform SGLang would run on here, and the SGLang bridge's decision."""
+
+    platform: str = Field(
+        description="the qualified name of the platform SGLang's own resolution gives, or why it fails"
+    )
+    bridge: str = Field(description="whether accelhal's SGLang platform answers here, and why (docs/sglang.md)")
+
+
 class InfoOutput(_Output):
     """``accelhal info --json``: how the active backend was chosen, and what it has.
 
@@ -65,6 +74,9 @@ class InfoOutput(_Output):
     )
     vllm: VllmPlatformReport | None = Field(
         default=None, description="null where vLLM is not installed; else the 'vllm platform' line"
+    )
+    sglang: SglangPlatformReport | None = Field(
+        default=None, description="null where SGLang is not installed; else the 'sglang platform' line"
     )
 
 

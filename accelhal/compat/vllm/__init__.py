@@ -19,9 +19,9 @@ Example::
 
 from __future__ import annotations
 
-import logging
-
+from accelhal.compat._engines import plugin_answer
 from accelhal.compat.vllm._decision import (
+    ENGINE,
     PLATFORM_QUALNAME,
     SERVED_BY_VLLM,
     VARIABLE,
@@ -31,7 +31,6 @@ from accelhal.compat.vllm._decision import (
 )
 from accelhal.compat.vllm._members import MEMBERS, Answer
 from accelhal.compat.vllm.kit import VllmKit
-from accelhal.errors import ConfigurationError
 
 __all__ = [
     "MEMBERS",
@@ -46,8 +45,6 @@ __all__ = [
     "platform_plugin",
 ]
 
-logger = logging.getLogger("accelhal.compat.vllm")
-
 
 def platform_plugin() -> str | None:
     """vLLM's platform-plugin function: ``PLATFORM_QUALNAME`` when the bridge serves this process, else ``None``.
@@ -57,22 +54,4 @@ def platform_plugin() -> str | None:
     when it was forced and still stays out. A wrong ``ACCELHAL_VLLM_PLATFORM`` is not swallowed by vLLM's
     loop: the plugin answers, and building the platform raises the :class:`~accelhal.ConfigurationError`.
     """
-    try:
-        decision = decide()
-    except ConfigurationError as exc:  # vLLM would swallow it: answer, so that building the platform raises it
-        logger.error("accelhal's vLLM platform: %s", exc)
-        return PLATFORM_QUALNAME
-    if decision.active:
-        logger.info("accelhal's vLLM platform serves %r: %s", decision.backend, decision.reason)
-        return PLATFORM_QUALNAME
-    if decision.rule in ("served-by-vllm", "selection-failed") and _forced():
-        logger.warning("accelhal's vLLM platform stays out although %s=on: %s", VARIABLE, decision.reason)
-    else:
-        logger.debug("accelhal's vLLM platform stays out: %s", decision.reason)
-    return None
-
-
-def _forced() -> bool:
-    from accelhal.compat.vllm._decision import mode
-
-    return mode() == "on"
+    return plugin_answer(ENGINE)

@@ -20,34 +20,14 @@ is not what its row says.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Literal
 
-Source = Literal["contract", "spec", "kit", "portable", "vllm"]
+from accelhal.compat import _members
+from accelhal.compat._members import Answer
 
+__all__ = ["MEMBERS", "Answer", "markdown_table"]
 
-@dataclass(frozen=True)
-class Answer:
-    """Where the bridge takes one ``Platform`` member from."""
-
-    source: Source
-    by: str = ""
-    """The contract member, spec field or kit field (empty for ``portable`` and ``vllm``)."""
-    note: str = ""
-
-
-def _contract(by: str, note: str = "") -> Answer:
-    return Answer("contract", by, note)
-
-
-def _spec(by: str, note: str = "") -> Answer:
-    return Answer("spec", by, note)
-
-
-def _kit(by: str, note: str = "") -> Answer:
-    return Answer("kit", by, note)
-
+_contract, _spec, _kit = _members.contract, _members.spec, _members.kit
 
 PORTABLE = Answer("portable")
 VLLM = Answer("vllm")
@@ -199,8 +179,4 @@ _SOURCE_WORDS = {
 
 def markdown_table() -> str:
     """``MEMBERS`` as the Markdown table ``docs/vllm.md`` shows (a test keeps the page equal to it)."""
-    lines = ["| `Platform` member | answered by | note |", "|---|---|---|"]
-    for member, answer in MEMBERS.items():
-        source = _SOURCE_WORDS[answer.source].format(by=answer.by)
-        lines.append(f"| `{member}` | {source} | {answer.note} |")
-    return "\n".join(lines) + "\n"
+    return _members.markdown_table(MEMBERS, "`Platform` member", _SOURCE_WORDS)

@@ -18,6 +18,7 @@ from vllm.platforms.cpu import CpuPlatform
 from vllm.platforms.interface import DeviceCapability, Platform, PlatformEnum
 
 import accelhal
+from accelhal.compat import _engines
 from accelhal.compat.vllm._decision import mode
 from accelhal.compat.vllm._members import MEMBERS
 from accelhal.compat.vllm._releases import SHAPES, SUPPORTED
@@ -190,14 +191,7 @@ def _exported(accelerator: Accelerator) -> list[str]:
 
 def kit_for(backend: str) -> VllmKit:
     """The kit a plugin's ``accelhal_vllm_kit`` hook returns for ``backend``; :data:`PORTABLE` if none does."""
-    loaded = registry()
-    loaded.load_deferred()
-    found = loaded.manager.hook.accelhal_vllm_kit(backend=backend)
-    if found is None:
-        return PORTABLE
-    if not isinstance(found, VllmKit):
-        raise TypeError(f"accelhal_vllm_kit({backend!r}) returned {found!r}; expected a VllmKit or None")
-    return found
+    return _engines.kit_for("accelhal_vllm_kit", backend, VllmKit, PORTABLE)
 
 
 def attributes(accelerator: Accelerator, spec: BackendSpec, kit: VllmKit) -> dict[str, Any]:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import util
 
+from accelhal.compat._engines import PlatformChoice
 
-@dataclass(frozen=True)
-class PlatformChoice:
-    """vLLM's choice of platform in this environment, and the bridge's reason to answer or stay out."""
-
-    platform: str
-    """The qualified name vLLM's own resolution gives (``vllm.platforms.cpu.CpuPlatform``), or why it failed."""
-    bridge: str
-    """The bridge's decision, one sentence."""
+__all__ = ["PlatformChoice", "platform_choice"]
 
 
 def platform_choice() -> PlatformChoice | None:
@@ -24,17 +17,12 @@ def platform_choice() -> PlatformChoice | None:
     """
     if util.find_spec("vllm") is None:
         return None
-    from accelhal.compat.vllm._decision import decide
+    from accelhal.compat._engines import platform_choice as choice
+    from accelhal.compat.vllm._decision import ENGINE
 
-    try:
+    def resolve() -> str:
         from vllm.platforms import resolve_current_platform_cls_qualname
 
-        platform = resolve_current_platform_cls_qualname()
-    except Exception as exc:  # vLLM refuses (two plugins answer) or fails to import: say so
-        platform = f"none: vLLM fails to choose ({type(exc).__name__}: {exc})"
-    try:
-        decision = decide()
-        bridge = ("answers: " if decision.active else "stays out: ") + decision.reason
-    except Exception as exc:  # a wrong ACCELHAL_VLLM_PLATFORM
-        bridge = f"{type(exc).__name__}: {exc}"
-    return PlatformChoice(platform, bridge)
+        return str(resolve_current_platform_cls_qualname())
+
+    return choice(ENGINE, resolve)

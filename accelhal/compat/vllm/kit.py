@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from accelhal.compat._engines import check_kit
+
 
 @dataclass(frozen=True)
 class VllmKit:
@@ -47,13 +49,7 @@ class VllmKit:
 
     def __post_init__(self) -> None:
         """Check each field's type: a kit is written by hand, and vLLM would fail far from the mistake."""
-        for name in ("attention_backend", "worker", "device_communicator", "punica_wrapper", "graph_wrapper"):
-            value = getattr(self, name)
-            if not isinstance(value, str):
-                raise TypeError(f"VllmKit.{name} must be a qualified name (str), got {value!r}")
-        if isinstance(self.kernels, str) or not all(isinstance(m, str) and m for m in self.kernels):
-            raise TypeError(f"VllmKit.kernels must be a tuple of module names, got {self.kernels!r}")
-        object.__setattr__(self, "kernels", tuple(self.kernels))
+        check_kit(self)
 
 
 PORTABLE = VllmKit()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from accelhal.compat.vllm import PLATFORM_QUALNAME, SERVED_BY_VLLM, decide_for
+from tests.compat.engines import INFO
 from tests.compat.vllm import vendor_plugin
 from tests.compat.vllm.runs import device_site, environment, run_code
 from tests.sharing import RunCache
@@ -140,12 +141,6 @@ def test_a_wrong_value_of_the_variable_stops_vllm_naming_it() -> None:
     done = run_code(code, environment(ACCELHAL_VLLM_PLATFORM="maybe"))
     assert done.returncode != 0
     assert "ConfigurationError: ACCELHAL_VLLM_PLATFORM='maybe' is not one of auto, on, off" in done.stderr
-
-
-INFO = (
-    "import subprocess, sys\n"
-    "print(subprocess.run([sys.executable, '-m', 'accelhal', 'info', '--json'], capture_output=True, text=True).stdout)"
-)
 
 
 def test_accelhal_info_names_the_platform_vllm_chooses(run_cache: RunCache) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from accelhal.compat.vllm import MEMBERS
-from accelhal.plain_record import record_fields
+from tests.compat.engines import rows_naming_no_real_member
 from tests.compat.vllm.runs import environment, run_code
 
 
@@ -34,17 +34,9 @@ def test_the_table_names_no_member_the_installed_platform_lacks() -> None:
 
 
 def test_contract_and_spec_rows_name_real_members() -> None:
-    from accelhal import Accelerator, BackendSpec
     from accelhal.compat.vllm import VllmKit
 
-    spec = BackendSpec(name="x", device_type="x", priority=1, accelerator="m:C", probe=lambda: None)  # type: ignore[arg-type,return-value]
-    fields = {
-        "contract": set(dir(Accelerator)) | {"*"},
-        "spec": set(record_fields(spec)),
-        "kit": set(VllmKit.__dataclass_fields__),
-    }
-    wrong = {m: a for m, a in MEMBERS.items() if a.source in fields and a.by not in fields[a.source]}
-    assert not wrong
+    assert not rows_naming_no_real_member(MEMBERS, VllmKit)
 
 
 BUILT = """
@@ -52,7 +44,6 @@ import json, sys
 from vllm.platforms import current_platform as p
 from vllm.platforms.cpu import CpuPlatform
 from vllm.platforms.interface import Platform
-from accelhal.plain_record import record_fields
 from accelhal.compat.vllm import MEMBERS
 cls = type(p)
 acc = cls.accelerator

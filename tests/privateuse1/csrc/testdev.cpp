@@ -665,6 +665,11 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   return at::native::_local_scalar_dense_cpu(as_cpu(self));
 }
 
+// Work on the device runs on the host at once, whatever the stream: a tensor's memory is never in use by
+// another stream when it is freed, so recording a stream on it (as engines do before an asynchronous copy) is
+// a no-op, as the caching allocators of CUDA and XPU make it when the stream is the tensor's own.
+void record_stream(at::Tensor& self, c10::Stream stream) {}
+
 at::Tensor& set_source_tensor(at::Tensor& self, const at::Tensor& source) {
   return at::native::set_tensor_(self, source);
 }
@@ -763,6 +768,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", copy_from);
   m.impl("_copy_from_and_resize", copy_from_and_resize);
   m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("record_stream", record_stream);
   m.impl("set_.source_Tensor", set_source_tensor);
   m.impl("set_.source_Storage", set_source_storage);
   m.impl("set_.source_Storage_storage_offset", set_source_storage_offset);
