@@ -18,9 +18,10 @@ never do, and the accelerator is only constructed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Literal, TypeVar
 
@@ -160,7 +161,8 @@ def decide(engine: Engine, environ: Mapping[str, str] | None = None) -> Platform
     import accelhal
 
     try:
-        accelerator = accelhal.get_accelerator()
+        with _fallback_unsaid():
+            accelerator = accelhal.get_accelerator()
     except Exception as exc:  # an AccelhalError, or a plugin's fault: reported, not raised into the engine's loop
         return decide_for(engine, None, None, current == "on", [], f"{type(exc).__name__}: {exc}")
     vendors: list[str] = []
@@ -168,6 +170,27 @@ def decide(engine: Engine, environ: Mapping[str, str] | None = None) -> Platform
         vendors = answering_plugins(engine, engine.other_plugins())
     host = accelerator.device_type == "cpu" and engine.host_served(environ)
     return decide_for(engine, accelerator.device_type, accelerator.name, current == "on", vendors, host_served=host)
+
+
+@contextlib.contextmanager
+def _fallback_unsaid() -> Iterator[None]:
+    """Hold back the cpu fallback's warning while the bridge selects.
+
+    Every process of an engine (its API server, engine core, workers) asks the bridge; the
+    fallback is no news there: the engine runs on its own platform, or the bridge says where it
+    serves. A program that selects later gets the cached accelerator, as it would anyway.
+    """
+    from accelhal.selection.cascade import FALLBACK_RECORD
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not getattr(record, FALLBACK_RECORD, False)
+
+    selection_logger = logging.getLogger("accelhal")
+    selection_logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        selection_logger.removeFilter(keep)
 
 
 def plugin_answer(engine: Engine) -> str | None:
@@ -189,7 +212,9 @@ def plugin_answer(engine: Engine) -> str | None:
     if decision.active:
         logger.info("accelhal's %s platform serves %r: %s", engine.name, decision.backend, decision.reason)
         return engine.qualname
-    if decision.rule in (engine.served_rule, "selection-failed") and mode(engine) == "on":
+    if decision.rule == "selection-failed":  # a forced backend that cannot be used: the engine runs elsewhere
+        logger.warning("accelhal's %s platform stays out: %s", engine.name, decision.reason)
+    elif decision.rule == engine.served_rule and mode(engine) == "on":
         logger.warning(
             "accelhal's %s platform stays out although %s=on: %s", engine.name, engine.variable, decision.reason
         )

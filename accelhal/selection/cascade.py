@@ -85,7 +85,7 @@ def decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[D
     decision.explanation = explanation(decision, chosen_record)
     if decision.rule == "fallback":
         failing = sum(record.status in FAILING for record in records)  # doctor's backend-broken findings
-        logger.warning("%s", fallback_warning(len(reg.failures) + failing))
+        logger.warning("%s", fallback_warning(len(reg.failures) + failing), extra={FALLBACK_RECORD: True})
         if logger.isEnabledFor(logging.DEBUG):
             problems = failure_summary(reg)
             logger.debug(
@@ -97,6 +97,9 @@ def decide_cascade(settings: Settings, probed: list[CandidateRecord]) -> tuple[D
         logger.info("accelhal: selected %r by priority", chosen.name)
     return decision, chosen
 
+
+FALLBACK_RECORD = "accelhal_fallback"
+"""The attribute set on the log record of the fallback's warning (a filter may hold it back by it)."""
 
 FAILING = frozenset({Status.PROBE_ERROR, Status.BROKEN})
 """The verdicts that are a plugin problem rather than an absence (the probe raised, or the runtime is broken).

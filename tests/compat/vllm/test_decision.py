@@ -149,3 +149,27 @@ def test_accelhal_info_names_the_platform_vllm_chooses(run_cache: RunCache) -> N
     assert on_cpu["platform"] == "vllm.platforms.cpu.CpuPlatform" and on_cpu["bridge"].startswith("stays out: ")
     on_device = json.loads(run_code(INFO, environment(site=device_site(run_cache))).stdout)["vllm"]
     assert on_device["platform"] == PLATFORM_QUALNAME and on_device["bridge"].startswith("answers: ")
+
+
+ASK = """
+import logging, sys
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
+from accelhal.compat.vllm import platform_plugin
+print(platform_plugin())
+"""
+"""What vLLM's plugin loader asks in each of its processes, with the 'accelhal' loggers shown at WARNING."""
+
+
+def test_a_forced_backend_nobody_registers_is_a_warning_while_vllm_runs_on_its_own_platform() -> None:
+    done = run_code(ASK, environment(ACCELHAL_ACCELERATOR="nosuchdev"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.splitlines()[-1] == "None"
+    assert "WARNING accelhal.compat.vllm accelhal's vLLM platform stays out:" in done.stderr
+    assert "unknown accelerator 'nosuchdev'" in done.stderr
+
+
+def test_the_bridge_asking_on_a_machine_without_accelerators_prints_no_fallback_line() -> None:
+    done = run_code(ASK, environment())
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.splitlines()[-1] == "None"
+    assert "no accelerator qualified" not in done.stderr, done.stderr
