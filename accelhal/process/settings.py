@@ -325,6 +325,20 @@ def _table() -> tuple[Variable, ...]:
             "which SGLang's own platforms serve), off. Read in each SGLang process (docs/sglang.md).",
         ),
         Variable(
+            "SGLANG_PLATFORM",
+            "platform plugin name",
+            "unset",
+            "SGLang's own: the name of the one out-of-tree platform plugin SGLang loads; set, SGLang asks no other "
+            "plugin, so accelhal's SGLang bridge finds no vendor's plugin to leave the device to.",
+        ),
+        Variable(
+            "SGLANG_USE_CPU_ENGINE",
+            "boolean",
+            "unset",
+            "SGLang's own: 1 asks for SGLang's CPU engine; on cpu, accelhal's SGLang bridge then stays out unless "
+            "ACCELHAL_SGLANG_PLATFORM=on.",
+        ),
+        Variable(
             "ACCELHAL_SIMULATED_DEVICES",
             "integer",
             "2",

@@ -26,9 +26,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelhal.contract.accelerator import Accelerator
+if TYPE_CHECKING:
+    from accelhal.contract.accelerator import Accelerator  # imports torch: a broken torch is the command's to report
 from accelhal.text import quote
 
 DEVICES_ASKED = 64
