@@ -53,3 +53,50 @@ def autoload():
 '''
 """A package that replaces ``torch.cuda.device_count``/``is_available`` when imported; its
 ``autoload`` is a ``torch.backends`` entry point, so ``import torch`` imports it (as torch_supa's is)."""
+
+
+def python_device(name: str, available: str, count: str, prelude: str = "") -> str:
+    """A Python-only PrivateUse1 device ``name`` for a ``torch.backends`` entry point (``<module>:register``).
+
+    ``available`` and ``count`` are the bodies' expressions for ``is_available()`` and
+    ``device_count()`` (``"True"``, ``"1"``, or a call of a function ``prelude`` defines).
+    """
+    return f"""
+import torch
+from torch.utils import backend_registration
+{prelude}
+
+class Hooks(torch._C._acc.PrivateUse1Hooks):
+    def is_available(self):
+        return {available}
+
+    def has_primary_context(self, index):
+        return False
+
+    def is_built(self):
+        return True
+
+
+class Module:
+    def is_initialized(self):
+        return False
+
+    def is_available(self):
+        return {available}
+
+    def device_count(self):
+        return {count}
+
+    def current_device(self):
+        return 0
+
+    def _is_in_bad_fork(self):
+        return False
+
+    def manual_seed_all(self, seed):
+        pass
+
+
+def register():
+    backend_registration._setup_privateuseone_for_python_backend({name!r}, Module(), Hooks())
+"""

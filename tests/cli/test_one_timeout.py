@@ -20,58 +20,21 @@ import pytest
 
 from tests.cli.conftest import Result, run_accelhal
 from tests.conftest import InstallDistribution
-from tests.plugin_sources import backend_plugin
+from tests.plugin_sources import backend_plugin, python_device
 
 pytestmark = pytest.mark.slow  # seconds of deadline, fresh interpreters: CI runs it in nox -s slow
 
-DEVICE = """
+NEVER = """
 import sys
 import time
-
-import torch
-from torch.utils import backend_registration
 
 
 def _never(what):
     sys.stderr.write(f"acmepu: {what} called\\n")
     while True:
         time.sleep(3600)
-
-
-class Hooks(torch._C._acc.PrivateUse1Hooks):
-    def is_available(self):
-        _never("is_available")
-
-    def has_primary_context(self, index):
-        return False
-
-    def is_built(self):
-        return True
-
-
-class Module:
-    def is_initialized(self):
-        return False
-
-    def is_available(self):
-        _never("is_available")
-
-    def device_count(self):
-        _never("device_count")
-
-    def current_device(self):
-        return 0
-
-    def _is_in_bad_fork(self):
-        return False
-
-    def manual_seed_all(self, seed):
-        pass
-
-
-def register():
-    backend_registration._setup_privateuseone_for_python_backend("acmepu", Module(), Hooks())
 """
+DEVICE = python_device("acmepu", '_never("is_available")', '_never("device_count")', NEVER)
 CRASHING = backend_plugin("acmecrash", probe_body="import os; os._exit(3)")
 TIMEOUT = 6.0
 """Seconds a step may take (--timeout, which bounds doctor's discovery child too)."""

@@ -13,48 +13,11 @@ import pytest
 
 from tests.cli.conftest import run_accelhal
 from tests.conftest import InstallDistribution
+from tests.plugin_sources import python_device
 
 pytestmark = pytest.mark.slow  # fresh interpreters that import torch with a device of their own
 
-DEVICE = """
-import torch
-from torch.utils import backend_registration
-
-
-class Hooks(torch._C._acc.PrivateUse1Hooks):
-    def is_available(self):
-        return True
-
-    def has_primary_context(self, index):
-        return False
-
-    def is_built(self):
-        return True
-
-
-class Module:
-    def is_initialized(self):
-        return False
-
-    def is_available(self):
-        return True
-
-    def device_count(self):
-        return 1
-
-    def current_device(self):
-        return 0
-
-    def _is_in_bad_fork(self):
-        return False
-
-    def manual_seed_all(self, seed):
-        pass
-
-
-def register():
-    backend_registration._setup_privateuseone_for_python_backend("acmemem", Module(), Hooks())
-"""
+DEVICE = python_device("acmemem", "True", "1")
 
 
 def test_info_and_doctor_agree_that_missing_memory_figures_are_no_fault(
