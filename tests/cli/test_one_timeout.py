@@ -21,8 +21,10 @@ import pytest
 from tests.cli.conftest import Result, run_accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin, python_device
+from tests.torch_features import needs_generic_backend
 
-pytestmark = pytest.mark.slow  # seconds of deadline, fresh interpreters: CI runs it in nox -s slow
+# seconds of deadline, fresh interpreters: CI runs it in nox -s slow; the device is the generic backend's
+pytestmark = [pytest.mark.slow, needs_generic_backend]
 
 NEVER = """
 import sys

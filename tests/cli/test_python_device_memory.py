@@ -14,8 +14,10 @@ import pytest
 from tests.cli.conftest import run_accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import python_device
+from tests.torch_features import needs_generic_backend
 
-pytestmark = pytest.mark.slow  # fresh interpreters that import torch with a device of their own
+# fresh interpreters that import torch with a device of their own; the device is the generic backend's
+pytestmark = [pytest.mark.slow, needs_generic_backend]
 
 DEVICE = python_device("acmemem", "True", "1")
 

@@ -1,9 +1,9 @@
 """accelhal's cpu backend pins as DeepSpeed's own ``CPU_Accelerator`` does: ``pin_memory`` returns the tensor itself.
 
-DeepSpeed 0.19.8's ``CPU_Accelerator.pin_memory(tensor, make_copy=True, match_shape=True)`` returns
-``tensor`` whatever ``make_copy`` and ``match_shape`` are (nothing is page-locked on a host without a
-device; ``DS_PIN_MEMORY_BACKEND=native`` aside). A program that moves from DeepSpeed's accelerator to
-``accelhal.get_accelerator()`` on cpu gets the same objects back.
+DeepSpeed 0.19.8's ``CPU_Accelerator.pin_memory(tensor, make_copy=True, match_shape=True)`` returns ``tensor``
+whatever ``make_copy`` and ``match_shape`` are (nothing is page-locked on a host without a device;
+``DS_PIN_MEMORY_BACKEND=native`` aside), as its ``pin_memory(tensor, align_bytes=1)`` did to 0.19.5. A program that
+moves from DeepSpeed's accelerator to ``accelhal.get_accelerator()`` on cpu gets the same objects back.
 """
 
 from __future__ import annotations
@@ -17,11 +17,13 @@ from tests.cli.conftest import run_accelhal
 pytest.importorskip("deepspeed", reason="DeepSpeed is installed by the adapters' sessions")
 
 PROGRAM = """
-import json, torch
+import inspect, json, torch
 import accelhal
 from deepspeed.accelerator.cpu_accelerator import CPU_Accelerator
 
 ours, theirs = accelhal.get_accelerator(), CPU_Accelerator()
+if "make_copy" not in inspect.signature(theirs.pin_memory).parameters:  # (tensor, align_bytes=1) to 0.19.5
+    theirs.pin_memory = lambda tensor, make_copy, match_shape, pin=theirs.pin_memory: pin(tensor)
 answers = {}
 for make_copy in (True, False):
     for match_shape in (True, False):

@@ -209,7 +209,8 @@ def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, back
         child_processes.kill_tree(process.pid)
         process.wait()
         reader.join(timeout=1.0)
-        stdout.close()
+        if not reader.is_alive():  # a process the child left (a daemon) may hold the pipe: closing would wait on it
+            stdout.close()
 
 
 if __name__ == "__main__":
