@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
         argv, passthrough = argv[:split], argv[split + 1 :]
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = _parse(parser, argv)
         if passthrough:
             if args.command != "check":
                 parser.error(f"arguments after '--' are only for 'check', not for {args.command!r}")
@@ -174,6 +174,34 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
     return deadline.supervise(functools.partial(_run, args), args.command, timeout, getattr(args, "json", False))
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args(argv)``; under ``--json``, what ``--help`` or ``--version`` prints is one document."""
+    if "--json" not in argv:
+        return parser.parse_args(argv)
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            return parser.parse_args(argv)
+    except SystemExit as exc:
+        if exc.code not in (0, None):
+            raise
+        from accelhal.cli.output import render
+        from accelhal.cli.output.models import HelpOutput
+
+        render.print_json(HelpOutput(command=_command_named(argv), text=printed.getvalue()))
+        sys.stdout.flush()
+        raise
+
+
+def _command_named(argv: list[str]) -> str:
+    """The subcommand ``argv`` names (its first word that is not an option), or ``""``."""
+    words = [word for word in argv if not word.startswith("-")]
+    return words[0] if words else ""
+
+
 def _usage_error(exc: UsageError, argv: list[str]) -> NoReturn:
     """Say the usage error as argparse does, and under ``--json`` print the error document; exit with status 2."""
     from accelhal.cli.output import render
@@ -182,8 +210,7 @@ def _usage_error(exc: UsageError, argv: list[str]) -> NoReturn:
     if "--json" in argv:
         from accelhal.cli.output.models import ErrorOutput
 
-        words = [word for word in argv if not word.startswith("-")]
-        command = exc.prog.split()[1] if " " in exc.prog else (words[0] if words else "")
+        command = exc.prog.split()[1] if " " in exc.prog else _command_named(argv)
         render.print_json(ErrorOutput(command=command, error=exc.message))
     sys.stdout.flush()
     raise SystemExit(USAGE_ERROR)

@@ -122,7 +122,7 @@ def test_json_output_validates_against_schema(schemas, staged, command, args, en
 
 
 def test_schema_lists_every_subcommand_with_output(schemas) -> None:
-    assert set(schemas) == {"info", "list", "explain", "doctor", "check", "ray-resources", "error"}
+    assert set(schemas) == {"info", "list", "explain", "doctor", "check", "ray-resources", "error", "help"}
     assert all(s["type"] == "object" for s in schemas.values())
 
 

@@ -123,6 +123,19 @@ def test_a_usage_error_under_json_is_the_error_document(case: str) -> None:
     assert said in document["error"] and document["error"] in result.stderr
 
 
-def test_help_is_not_an_error() -> None:
-    result = run_accelhal("info", "--json", "--help")
-    assert result.returncode == 0 and result.stdout.startswith("usage: accelhal info")
+@pytest.mark.parametrize(
+    ("args", "command", "starts"),
+    [
+        (["info", "--json", "--help"], "info", "usage: accelhal info"),
+        (["--json", "--help"], "", "usage: accelhal"),
+        (["--version", "--json"], "", "accelhal "),
+    ],
+    ids=["info --help", "--help", "--version"],
+)
+def test_help_and_version_under_json_are_one_document(args: list[str], command: str, starts: str) -> None:
+    plain = run_accelhal(*[arg for arg in args if arg != "--json"])
+    result = run_accelhal(*args)
+    assert result.returncode == 0 and plain.returncode == 0, result.output
+    [document] = _documents(result.stdout)
+    assert document == {"command": command, "text": plain.stdout}, document
+    assert document["text"].startswith(starts)

@@ -184,6 +184,13 @@ class ErrorOutput(_Output):
     error: str = Field(description="the message, as 'accelhal: error:' prints it on stderr")
 
 
+class HelpOutput(_Output):
+    """What ``--help`` and ``--version`` print under ``--json``: argparse's text, in one document (exit status 0)."""
+
+    command: str = Field(description="the subcommand whose help this is; empty for the program's own")
+    text: str = Field(description="the text the option prints without --json")
+
+
 class FailedTest(_Output):
     """One failed or erroring conformance test."""
 
@@ -224,5 +231,7 @@ OUTPUT_MODELS: dict[str, type[BaseModel]] = {
     "check": CheckOutput,
     "ray-resources": RayResourcesOutput,
     "error": ErrorOutput,
+    "help": HelpOutput,
 }
-"""Subcommand name -> the model its ``--json`` output conforms to (``error``: any command's, when it fails early)."""
+"""Subcommand name -> the model its ``--json`` output conforms to (``error``: any command's, when it fails early;
+``help``: ``--help`` and ``--version``'s)."""
