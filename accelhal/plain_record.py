@@ -1,14 +1,10 @@
 """Record classes that cost next to nothing to define: the plain records of discovery and selection.
 
-``@record`` gives a class what :func:`dataclasses.dataclass` gives the records of this
-package — an ``__init__`` taking the annotated fields positionally or by keyword in
-declaration order, defaults and :func:`field` factories, ``__post_init__``, ``__repr__``,
-``__eq__``, ``__replace__`` (:func:`replace`, :func:`copy.replace`) and, with
-``frozen=True``, immutability and ``__hash__`` — but generates no
-code when the class is defined. ``dataclass`` compiles a handful of methods per class
-(about half a millisecond each class), and the first ``get_accelerator()`` of a process
-defines a dozen record classes; with ``record`` they cost microseconds. Type checkers see
-``record`` as a dataclass transform (PEP 681), so constructors are checked as usual.
+``@record`` gives a class what :func:`dataclasses.dataclass` gives the records of this package (an
+``__init__`` by position or keyword, defaults and :func:`field` factories, ``__post_init__``,
+``__repr__``, ``__eq__``, ``__replace__`` and, with ``frozen=True``, immutability and ``__hash__``),
+but generates no code when the class is defined. Type checkers see it as a dataclass transform
+(PEP 681). What it saves: ``docs/performance.md``.
 
 Example::
 

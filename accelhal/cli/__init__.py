@@ -1,32 +1,11 @@
 """The ``accelhal`` command: what accelhal sees on this machine, and why it chose that.
 
-Subcommands (each also takes ``--json``; ``accelhal schema`` prints the JSON Schemas):
-
-- ``info``: the active backend, how it was chosen, its devices and features;
-- ``list``: every registered backend in priority order, with its verdict;
-- ``explain [NAME]``: why the active backend won, or why ``NAME`` did not;
-- ``doctor``: finds problems and says how to fix each (exit status 1 if any);
-- ``check [NAME]``: runs the conformance suite against a backend;
-- ``schema [COMMAND]``: the JSON Schema of the ``--json`` outputs;
-- ``ray-resources``: this node's devices as Ray resources, for ``ray start`` (the ``ray`` extra).
-
-User mistakes (a bad variable, an unknown or unavailable backend, a usage error) print one
-``accelhal: error:`` message (argparse's own for a usage error) and exit with status 2, never a
-traceback. What a device's runtime raises is a finding (``doctor``) or a verdict (``list``,
-``explain``); where a command cannot go on without the call, one ``accelhal: error:`` message names the
-exception and the call, with exit status 1 (:mod:`accelhal.cli.supervision.faults`). With ``--json``
-stdout always gets one valid JSON document, whichever way the command ends (a usage error, a
-hung call, a worker that died): the command's own (which carries the error when selection
-failed), or :class:`~accelhal.cli.output.models.ErrorOutput`. A closed pipe
-(``accelhal list | head -1``) ends the output, not the command: the exit status is the
-command's own. What vendor packages print while they are imported or probed goes to
-stderr (see :mod:`accelhal.process.vendor_output`).
-
-Each call into a device's runtime is bounded by ``--timeout SECONDS`` (``ACCELHAL_TIMEOUT``,
-60 s): one that runs over is named on stderr with its stack, and the command goes on
-without it, with the statuses and the JSON document above (:mod:`accelhal.cli.supervision.deadline`).
-``SIGINT``, ``SIGTERM`` and ``SIGHUP`` end the command and every process it started, after
-one ``accelhal: error:`` line saying what it was in; after Ctrl-C the exit status is 130.
+Subcommands: ``info``, ``list``, ``explain [NAME]``, ``doctor``, ``check [NAME]``, ``schema
+[COMMAND]`` and ``ray-resources``, each with ``--json`` (one JSON document on stdout, whichever
+way the command ends). A user mistake is one ``accelhal: error:`` line and exit status 2, never a
+traceback; each call into a device's runtime is bounded by ``--timeout``
+(:mod:`accelhal.cli.supervision.deadline`). The statuses, documents and signals:
+``docs/reference/cli.md``.
 
 Example::
 

@@ -1,26 +1,11 @@
-"""Helper processes that end with the process that started them, and with everything they started.
+"""Start helper processes that end with the process that started them, and with all they started.
 
-A child stuck in a device's runtime never exits by itself, and a child that outlives its parent
-is re-parented to init, where it may hold a device. So every helper process accelhal starts
-(the command's worker and doctor's discovery child, the conformance kit's fresh processes):
-
-- runs in a process group of its own, which its parent kills as a whole (:func:`kill_tree`)
-  when the child's time is up, and whenever the parent ends early;
-- is killed by the kernel when its parent dies, however the parent dies (``SIGKILL``
-  included): :func:`die_with_parent` asks for it with ``prctl(PR_SET_PDEATHSIG)`` on Linux.
-  A child that starts its own children does the same for them, so a whole tree ends.
-
-What a plugin or a vendor runtime starts in such a child (a ``fork()`` it never waits for, a
-daemon in a session of its own, a ``multiprocessing`` helper) asks nothing of accelhal. So
-:func:`kill_tree` stops the whole tree before it kills it (no process of it can start another
-meanwhile); a process that would keep accelhal's helpers alive becomes a subreaper
-(:func:`become_subreaper`), to which whatever its tree leaves behind is re-parented, so that its
-:func:`kill_tree` finds it; and a child has ended when it has ended, not when the last holder
-of its pipes closes them (:func:`run` reads what the child wrote until the child itself ends).
-
-Elsewhere than on Linux the process groups remain: a process that left its group (a daemon's
-``setsid()``) or whose parent ended is not found, and a parent killed with ``SIGKILL`` leaves
-its children running.
+Every helper process accelhal starts (the command's worker, doctor's discovery child, the
+conformance kit's fresh processes) leads a process group of its own, which :func:`kill_tree`
+stops and then kills as a whole, and is killed by the kernel when its parent dies
+(:func:`die_with_parent`, Linux). A process that keeps helpers alive becomes a subreaper
+(:func:`become_subreaper`), so that what their trees leave behind is found too. Elsewhere than
+on Linux only the process groups remain. Why: ``docs/contributing.md``, "Helper processes".
 
 Example::
 

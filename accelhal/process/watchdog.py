@@ -1,20 +1,11 @@
-"""The step of plugin or device code running now, and a watchdog that names it when it does not return.
+"""Keep the step of plugin or device code running now, and name it in a warning when it does not return.
 
-Selection runs a plugin's code in *steps*: a plugin's import, a backend's probe, an
-accelerator's construction (:func:`accelhal.discovery.plugins.announce_step`); the command adds its
-own calls into a device's runtime (:func:`step`). A step lasts until the next one starts
-or the :func:`region` that ran it ends. :data:`listener`, when set, is told of each step
-and of its end (the ``accelhal`` command bounds steps so, in ``accelhal.cli.supervision.deadline``).
-
-A program's selection can hang in a driver that never answers. A daemon thread, started by
-the first :func:`region` of a selection, logs one warning on the ``accelhal`` logger when a
-step has run for ``ACCELHAL_HANG_WARNING_SECONDS``: the backend, the step, the function it
-is in, and the variable that skips the backend. It only logs: the
-step goes on, and its result is the same. A step costs two attribute writes; the thread
-sleeps until the first step could be late, and ends at its first wake-up after the last
-region ended (a later selection starts another). A call that holds the GIL (a C function
-that does not release it) stops the thread too: then nothing is logged, and
-``accelhal info`` (which reads the stack from another process) says where it is stuck.
+A *step* is a plugin's import, a backend's probe, an accelerator's construction
+(:func:`accelhal.discovery.plugins.announce_step`) or a call the command makes into a device's
+runtime (:func:`step`); it lasts until the next starts or its :func:`region` ends. :data:`listener`,
+when set, is told of each step and its end. A daemon thread logs one warning on the ``accelhal``
+logger when a step has run for ``ACCELHAL_HANG_WARNING_SECONDS``; the step goes on. How the
+thread sleeps and ends: ``docs/contributing.md``, "The watchdog".
 
 Example, in a program whose driver hangs in ``device_count()``::
 

@@ -1,32 +1,11 @@
-"""The checks behind ``accelhal doctor``: find what is wrong and say how to fix it.
+"""Run the checks behind ``accelhal doctor``: find what is wrong and say how to fix each.
 
 :func:`diagnose` runs every check in :data:`CHECKS` order and returns a
-:class:`~accelhal.cli.output.models.DoctorOutput`. Each check returns
-:class:`~accelhal.cli.output.models.Problem` objects with a stable ``code``:
-
-``bad-variable``, ``override-conflict``, ``torch-autoload``, ``torch-import``,
-``plugin-crashed``, ``plugin-hung``, ``discovery-crashed``, ``forced-unavailable``,
-``selection-failed``, ``plugin-failed``, ``backend-broken``, ``plugin-slow`` (a warning),
-``devices-hidden``, ``devices-missing``, ``torch-disagrees``, ``plugin-list-unmatched`` (a warning: a name in
-``ACCELHAL_PLUGINS`` or ``ACCELHAL_BLOCK_PLUGINS`` that no installed plugin answers to), ``runtime-error`` (a
-device's runtime raised in a call a check made, or the active backend's runtime raised or answered wrongly
-where ``accelhal info`` asks it (``accelhal.cli.diagnosis.answers``): the device, the call and what was wrong),
-``plugin-thread`` (a warning: a plugin's thread that is not a daemon still runs after discovery, and
-keeps every program alive at its end), ``check-failed`` (a check raised for another reason); and one notice
-(severity ``notice``, which leaves the machine healthy): ``no-device``, a vendor runtime (or the device torch
-reports, for the generic backend) that loads but sees no device, with the vendor's own
-check command. A check that raises never ends the command: the checks after it run.
-
-Discovery runs in a child process first (:mod:`accelhal.cli.diagnosis.discovery_child`): ``import torch``,
-then the selection and every plugin, each plugin step with a time limit
-(``ACCELHAL_DOCTOR_TIMEOUT``). A plugin that ends that process (``os._exit()``, a native
-crash) or hangs is named, with the block that avoids it, and the checks after it run in
-this process with it blocked. The child's figures (taken after ``import torch``) are
-those ``plugin-slow`` compares with ``ACCELHAL_SLOW_PLUGIN_SECONDS``.
-
-No check creates a device context: device counts come from the selection's probes and
-``device_count()``, and ``torch.accelerator`` is asked only through calls that do not
-initialise a device.
+:class:`~accelhal.cli.output.models.DoctorOutput` whose problems each have a stable ``code``
+(their list: ``docs/reference/cli.md``). A check that raises is a ``check-failed`` finding and
+the checks after it run. Discovery runs first in a child process
+(:mod:`accelhal.cli.diagnosis.discovery_child`), so that a plugin that ends or hangs a process
+is named and blocked here. No check creates a device context.
 
 Example::
 

@@ -1,24 +1,11 @@
-"""Discovery in a child process, for ``accelhal doctor``: survive the faults a process cannot.
+"""Run discovery in a child process for ``accelhal doctor``, which survives the plugin that ends or hangs it.
 
-In-process selection contains every exception a plugin raises (``SystemExit``
-included), but not a plugin that ends the process (``os._exit()``, a native crash such
-as a segmentation fault) or never returns (a hang). :func:`run_guarded` runs what a
-program would run (``import torch``, then :func:`accelhal.detect`, then every deferred
-plugin) in a child interpreter with the same ``sys.path`` and environment (a ``fork()`` of this
-process where it imported torch already, made no device context and discovered no plugin:
-:class:`_ForkedChild`), and follows the steps that run a plugin's code, as the child's
-:data:`accelhal.process.watchdog.listener` hears them. When the child dies or a
-plugin step outlives its limit (``ACCELHAL_DOCTOR_TIMEOUT``), the step that was running
-names the plugin; the child is run again with that plugin blocked, until discovery
-completes or a fault is not a plugin's. Each :class:`Fault` says which plugin to block
-and how.
-
-A plugin step that hung here is declared to the command
-(``accelhal.cli.supervision.deadline.declare_hung``): no later step of the command waits on
-it, nor on a call into the same device's runtime, again; and a child refuses at once the steps
-the command knows hung already. The child has ended when it exits: what a plugin started in
-it (a ``fork()`` nobody waits for, a daemon) may hold its pipes open for long after, and is no
-reason to wait.
+:func:`run_guarded` runs what a program would (``import torch``, :func:`accelhal.detect`, every
+deferred plugin) in a child, and follows the plugin steps it announces. When the child dies or
+a step outlives ``ACCELHAL_DOCTOR_TIMEOUT``, the step names the plugin, and the child runs again
+with that plugin blocked; each :class:`Fault` says which plugin to block and how. A step that
+hung is declared to the command, which waits on it no more. Why: ``docs/contributing.md``,
+"Discovery in a child".
 
 Example::
 

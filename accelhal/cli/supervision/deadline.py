@@ -1,67 +1,12 @@
-"""Bounded device calls for the ``accelhal`` command: a call that never returns is named, and the command goes on.
+"""Bound each call the ``accelhal`` command makes into a device's runtime: one that hangs is named, and skipped.
 
-A driver that never answers (a wedged device, a half-installed vendor stack) hangs whatever
-calls it, and such a call usually holds the GIL: no thread of the process runs again, and no
-signal handler written in Python either. So no deadline kept inside the process can end
-the call or say where it is stuck. :func:`supervise` runs the command in a *worker*, a
-``fork()`` of the command's process, made before the command imports torch; the process
-the shell started (the *watcher*) imports nothing more and follows the worker's steps
-(:mod:`accelhal.process.watchdog`: each plugin import, backend probe, construction, and each
-call the command makes into a device's runtime), which the worker writes on a pipe.
-
-When a step runs longer than the deadline (``--timeout``, default ``ACCELHAL_TIMEOUT`` or
-60 s), the watcher has the worker write its Python stacks (:mod:`faulthandler`'s signal
-handler, which runs without the GIL), kills the worker and everything it started
-(:func:`accelhal.process.child_processes.kill_tree`), prints on stderr the backend, the call and the
-stack, and forks a new worker in which that step fails at once with
-:class:`DeviceCallHungError`. The command then treats it as it treats a call that raised (a
-probe's ``probe-error`` verdict, ``doctor``'s ``runtime-error`` finding, ``info``'s exit
-status 1): it goes on with the other backends, and keeps its exit statuses and its single
-``--json`` document. A call that answers within the deadline, however slowly, is not
-touched. The commands collect what they print before printing it, so a worker that is
-killed has printed nothing on stdout.
-
-Costs on a healthy machine: two ``fork()`` calls, the keeper's and the worker's (about 1 ms
-each before ``import torch``; about 25 ms of CPU, with the worker's exit, in a process that
-imported torch already, as the test suite's warm interpreters have), a pipe write per step
-and two more (a token taken and given back) when a bounded step ends. The processes end with
-``os._exit`` once the output is flushed, without the interpreter's shutdown, which more
-than pays for the forks: a warm ``accelhal info`` took 211 ms of CPU where it took 376 ms
-with the fork and a shutdown, and a fresh one 1.3 s where the unbounded ``main()`` and its
-shutdown took 1.7 s (2 cores, loaded). The keeper added no cost that could be told from the
-noise: a fresh ``accelhal info --json`` took 1.51 s of CPU with it, 1.47 s without (medians
-of five, 2 cores, loaded).
-
-What the worker or a plugin starts (a ``fork()`` nobody waits for, a daemon, a
-``multiprocessing`` helper) is not the command's lifeline. The worker is the child of a
-*keeper*, a process of the watcher's that does nothing else: it leads the process group the
-worker runs in, and on Linux it is a subreaper (``PR_SET_CHILD_SUBREAPER``), so that what the
-worker's tree leaves behind, a daemon included, is re-parented to it. The keeper says when the
-worker itself has ended (its exit status, on the steps pipe: never the end of a pipe, which
-a process the worker started may hold), then kills everything left of its tree before it
-ends; and when the watcher dies, however it dies (``SIGKILL`` included: the keeper holds the
-read end of a pipe only the watcher writes to), it kills the tree too. Elsewhere than on
-Linux, a daemon's ``setsid()`` takes it out of the keeper's reach (its group and its tree),
-and it lives on.
-
-A step is *declared* hung, not merely late: once its deadline has passed and its stacks are
-read, the watcher takes a token that the worker holds whenever it leaves a bounded step
-(a one-byte pipe both share). A worker that left the step before that goes on as if it had
-answered in time; one that had not can leave it no more, and is killed: a call answering
-just after its deadline, in a runtime that ignores the stack-dump signal too, cannot print a
-second ``--json`` document. A worker that ends without finishing the command (a signal, an
-``os._exit`` outside any step) gets the command's one error line and, under ``--json``, the
-error document.
-
-Once a step has hung, no later step of the command waits on it again, whichever process
-ran it: the next workers refuse it at once, and a call into the same device's runtime too
-(:func:`known_hang`); doctor's discovery child declares its plugin steps that hung
-(:func:`declare_hung`) and refuses the known ones itself (:func:`refuse_known_hangs`).
-
-``SIGINT`` (Ctrl-C: the terminal sends it to the watcher's group only), ``SIGTERM`` and
-``SIGHUP`` reach the watcher, which says in one line what the worker was doing (the backend,
-the call and the function it was in), kills the keeper's tree and exits with 130 for
-``SIGINT``, or by the same signal for the others (129, 143 to a shell).
+:func:`supervise` runs the command in a *worker* (a ``fork()`` made before ``import torch``) and
+follows its steps (:mod:`accelhal.process.watchdog`) from the process the shell started. A step
+that outlives ``--timeout`` (``ACCELHAL_TIMEOUT``, else 60 s) is named on stderr with its Python
+stack; the worker and all it started are killed, and a new worker goes on with that step failing
+at once (:class:`DeviceCallHungError`), as a call that raised. The exit statuses and the single
+``--json`` document are the command's own. ``SIGINT``, ``SIGTERM`` and ``SIGHUP`` end the command
+and every process it started. How it works: ``docs/contributing.md``, "The command's supervision".
 
 Example::
 
