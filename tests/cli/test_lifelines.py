@@ -126,3 +126,34 @@ def test_a_killed_command_leaves_nothing(launcher: Launcher, site: str, tmp_path
         os.kill(started.pid, signal.SIGKILL)
     launcher.wait(started, timeout=ENDS_WITHIN)
     assert not _left_after(pids, time.monotonic())
+
+
+DESCRIBED_THEN_GONE = backend_plugin(
+    "acmegone",
+    priority=950,
+    module_prelude=LEAVING.replace("return Verdict", "return None  # not a probe here; was: Verdict"),
+    class_body="def device_name(self, device_index=None):\n        _leave()\n        os._exit(3)",
+)
+"""A runtime that dies while it describes its device (only doctor's process that asks it, and ``info``, do),
+leaving processes behind that hold what it inherited: doctor's pipe from that process among them."""
+
+
+def test_doctor_ends_when_the_process_asking_the_runtime_dies_though_what_it_left_holds_its_pipe(
+    launcher: Launcher, tmp_path: Path
+) -> None:
+    site = tmp_path / "site-packages"
+    lay_out(
+        site,
+        "acme-gone",
+        entry_points={"accelhal": {"acmegone": "acme_gone"}},
+        files={"acme_gone.py": DESCRIBED_THEN_GONE},
+    )
+    pids = tmp_path / "left"
+    started = launcher.start("doctor", "--json", env={"PYTHONPATH": str(site), "ACME_LEFT": str(pids)})
+    result = launcher.wait(started, timeout=ENDS_WITHIN)  # not the 300 s a start-up may take
+    ended = time.monotonic()
+    assert result.returncode == 1, result.output
+    titles = [problem["title"] for problem in result.json()["problems"] if problem["code"] == "runtime-error"]
+    assert titles == ["the 'acmegone' runtime did not answer what 'accelhal info' asks"], result.output
+    assert len(pids.read_text().split()) >= LEFT
+    assert not _left_after(pids, ended), result.output

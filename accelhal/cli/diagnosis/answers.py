@@ -152,65 +152,53 @@ def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, back
     that does not answer in time is declared hung to the command
     (``accelhal.cli.supervision.deadline.declare_hung``), so that no later step waits on it again.
     """
-    import contextlib
     import json
-    import queue
+    import os
+    import select
     import subprocess
     import sys
-    import threading
     import time
 
     from accelhal.cli.supervision import deadline
     from accelhal.process import child_processes
 
     command = [sys.executable, "-m", "accelhal.cli.diagnosis.answers", json.dumps(deadline.known_hangs())]
-    lines: queue.Queue[str | None] = queue.Queue()
     process = subprocess.Popen(
         command,
         env=environ,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        text=True,
-        errors="replace",
         **child_processes.popen_options(),
     )
     assert process.stdout is not None
-    stdout = process.stdout
-
-    def read() -> None:
-        with contextlib.suppress(OSError, ValueError):  # the pipe is closed once the child is gone
-            for line in stdout:
-                lines.put(line)
-        lines.put(None)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    pipe, pending = process.stdout.fileno(), b""
+    asking_since, limit = None, time.monotonic() + START_LIMIT
     try:
-        asking_since = None
-        limit = time.monotonic() + START_LIMIT
-        while True:
-            try:
-                line = lines.get(timeout=max(0.0, limit - time.monotonic()))
-            except queue.Empty:
+        while True:  # the child has ended when it exits: a process it left may hold the pipe open for long after
+            exited = process.poll() is not None
+            wait = 0.0 if exited else min(child_processes.EXIT_POLL, limit - time.monotonic())
+            if wait < 0:
                 if asking_since is not None:
                     deadline.declare_hung(
                         "call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT"
                     )
                 return None
-            if line is None:
-                return None
-            if line.startswith(ASKING) and asking_since is None:
-                asking_since = time.monotonic()
-                limit = asking_since + timeout
-            elif line.startswith(ANSWERS_PREFIX):
-                return [Fault(call, said) for call, said in json.loads(line[len(ANSWERS_PREFIX) :])]
+            ready, _, _ = select.select([pipe], [], [], wait)
+            data = os.read(pipe, 65536) if ready else b""
+            if not data and (ready or exited):
+                return None  # it ended, or closed its output, without an answer
+            *lines, pending = (pending + data).split(b"\n")
+            for line in (raw.decode(errors="replace") for raw in lines):
+                if line.startswith(ASKING) and asking_since is None:
+                    asking_since = time.monotonic()
+                    limit = asking_since + timeout
+                elif line.startswith(ANSWERS_PREFIX):
+                    return [Fault(call, said) for call, said in json.loads(line[len(ANSWERS_PREFIX) :])]
     finally:
         child_processes.kill_tree(process.pid)
         process.wait()
-        reader.join(timeout=1.0)
-        if not reader.is_alive():  # a process the child left (a daemon) may hold the pipe: closing would wait on it
-            stdout.close()
+        process.stdout.close()
 
 
 if __name__ == "__main__":
