@@ -56,13 +56,15 @@ FILES_LIMIT = 12
 CROSSING_LIMIT = 250
 """Calls from one project file into another during the first ``get_accelerator()``."""
 FOOTPRINT = """
-import json, os, sys
+import importlib.util, json, os, sys
 import accelhal
 core = os.path.dirname(os.path.abspath(accelhal.__file__))
 project = os.path.dirname(core)
+backends = importlib.util.find_spec("accelhal_backends").submodule_search_locations[0]  # not imported yet
+packages = (core + os.sep, os.path.abspath(backends) + os.sep)
 files, crossing = set(), [0]
-def ours(path):
-    return path.startswith(project + os.sep) and os.sep + ".venv" + os.sep not in path
+def ours(path):  # accelhal's two packages, not what else lies under the project (a venv, installed wheels)
+    return path.startswith(packages)
 def profile(frame, event, arg):
     path = frame.f_code.co_filename
     if event != "call" or not ours(path):
