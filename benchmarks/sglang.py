@@ -225,7 +225,12 @@ def _check(ready: dict[str, dict[str, Any]]) -> None:
 
 
 def generation(names: list[str], model: Path, sites: list[Path], scratch: Path, probe: bool) -> dict[str, Any]:
-    """One generation: start both engines, one untimed block each, :data:`BLOCKS` blocks in rotated order, stop."""
+    """One generation: start both engines, one untimed block each, :data:`BLOCKS` blocks in rotated order, stop.
+
+    Each block runs on one core, the other engine waiting on another: an idle SGLang engine still polls, and
+    left on the measured core it slowed whichever engine started second (wall-clock time to first token
+    1.55x, 0.57x, 1.46x, ... as the start order swapped, in the run before this was so).
+    """
     engines: dict[str, Engine] = {}
     cores = sorted(os.sched_getaffinity(0))
     try:
@@ -238,8 +243,11 @@ def generation(names: list[str], model: Path, sites: list[Path], scratch: Path, 
             engines[name].ask(per_block=1, tokens=TOKENS)
         blocks: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for index in range(BLOCKS):
+            core = cores[index // len(names) % len(cores)]
+            elsewhere = cores[(cores.index(core) + 1) % len(cores)]
             for name in names[index % len(names) :] + names[: index % len(names)]:
-                core = cores[index // len(names) % len(cores)]
+                for waiting in (other for other in names if other != name):
+                    engines[waiting].ask(per_block=0, tokens=TOKENS, core=elsewhere)
                 answer = engines[name].ask(per_block=PER_BLOCK, tokens=TOKENS, core=core)
                 blocks[name].append({**answer, "tokens": TOKENS})
         probed = {name: engines[name].ask(probe=1, tokens=TOKENS) for name in names} if probe else {}
