@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1
@@ -160,11 +160,16 @@ def run(command: Sequence[str], timeout: float, **options: Any) -> subprocess.Co
     ) as process:
         assert process.stdout is not None and process.stderr is not None
         streams = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+        until = time.monotonic() + timeout
         try:
-            _read_until_exit(process, streams, timeout)
-        except BaseException:
+            for fd, data in output_until_exit(process, list(streams), lambda: until):
+                streams[fd] += data
+            process.wait()
+        except BaseException as error:
             kill_tree(process.pid)
             process.wait()
+            if isinstance(error, TimeoutError):
+                raise subprocess.TimeoutExpired(process.args, timeout) from None
             raise
         finally:
             kill_group(process.pid)
@@ -172,21 +177,28 @@ def run(command: Sequence[str], timeout: float, **options: Any) -> subprocess.Co
         return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-def _read_until_exit(process: subprocess.Popen[bytes], streams: dict[int, bytearray], timeout: float) -> None:
-    """Read ``process``'s pipes into ``streams`` until it has exited and they hold nothing more (or are closed)."""
-    open_fds, deadline = list(streams), time.monotonic() + timeout
+def output_until_exit(
+    process: subprocess.Popen[bytes], fds: Sequence[int], deadline: Callable[[], float]
+) -> Iterator[tuple[int, bytes]]:
+    """Yield what ``process`` writes to ``fds`` as ``(fd, data)``, until it has exited and they hold nothing more.
+
+    A pipe that reaches its end leaves ``fds``; one that a process it started holds open does not
+    keep it going: the child has ended when it exits. ``deadline()`` is a :func:`time.monotonic`
+    value, asked before every wait (the caller may move it); once it has passed, raises
+    :class:`TimeoutError`.
+    """
+    open_fds = list(fds)
     while open_fds:
         exited = process.poll() is not None
-        wait = 0.0 if exited else min(EXIT_POLL, deadline - time.monotonic())
+        wait = 0.0 if exited else min(EXIT_POLL, deadline() - time.monotonic())
         if wait < 0:
-            raise subprocess.TimeoutExpired(process.args, timeout)
+            raise TimeoutError(f"{process.args!r} did not exit in time")
         ready, _, _ = select.select(open_fds, [], [], wait)
         if not ready and exited:
-            return  # all it wrote is read; a process it started may hold the pipes open: not its end
+            return
         for fd in ready:
             data = os.read(fd, 65536)
             if data:
-                streams[fd] += data
+                yield fd, data
             else:
                 open_fds.remove(fd)
-    process.wait()

@@ -153,8 +153,6 @@ def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, back
     (``accelhal.cli.supervision.deadline.declare_hung``), so that no later step waits on it again.
     """
     import json
-    import os
-    import select
     import subprocess
     import sys
     import time
@@ -172,29 +170,21 @@ def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, back
         **child_processes.popen_options(),
     )
     assert process.stdout is not None
-    pipe, pending = process.stdout.fileno(), b""
-    asking_since, limit = None, time.monotonic() + START_LIMIT
+    pending, asking_since, limit = b"", None, [time.monotonic() + START_LIMIT]  # moved once it is asking
     try:
-        while True:  # the child has ended when it exits: a process it left may hold the pipe open for long after
-            exited = process.poll() is not None
-            wait = 0.0 if exited else min(child_processes.EXIT_POLL, limit - time.monotonic())
-            if wait < 0:
-                if asking_since is not None:
-                    deadline.declare_hung(
-                        "call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT"
-                    )
-                return None
-            ready, _, _ = select.select([pipe], [], [], wait)
-            data = os.read(pipe, 65536) if ready else b""
-            if not data and (ready or exited):
-                return None  # it ended, or closed its output, without an answer
+        for _, data in child_processes.output_until_exit(process, [process.stdout.fileno()], lambda: limit[0]):
             *lines, pending = (pending + data).split(b"\n")
             for line in (raw.decode(errors="replace") for raw in lines):
                 if line.startswith(ASKING) and asking_since is None:
                     asking_since = time.monotonic()
-                    limit = asking_since + timeout
+                    limit[0] = asking_since + timeout
                 elif line.startswith(ANSWERS_PREFIX):
                     return [Fault(call, said) for call, said in json.loads(line[len(ANSWERS_PREFIX) :])]
+        return None  # it ended, or closed its output, without an answer
+    except TimeoutError:
+        if asking_since is not None:
+            deadline.declare_hung("call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT")
+        return None
     finally:
         child_processes.kill_tree(process.pid)
         process.wait()

@@ -357,11 +357,11 @@ def run_guarded(environ: dict[str, str], step_limit: float) -> Outcome:
     from accelhal.discovery.plugins import FALLBACK_BACKEND
 
     outcome = Outcome()
-    listed = [n.strip() for n in environ.get("ACCELHAL_BLOCK_PLUGINS", "").split(",") if n.strip()]
+    listed = environ.get("ACCELHAL_BLOCK_PLUGINS", "")  # as the user wrote it: the child parses and judges it
     for _ in range(MAX_ROUNDS):
         env = dict(environ)
         if outcome.blocked:
-            env["ACCELHAL_BLOCK_PLUGINS"] = ",".join([*listed, *outcome.blocked])
+            env["ACCELHAL_BLOCK_PLUGINS"] = ",".join([listed, *outcome.blocked] if listed.strip() else outcome.blocked)
         run = _run_child(env, step_limit)
         if run.answer is not None:
             outcome.completed = True
