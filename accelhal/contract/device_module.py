@@ -39,7 +39,7 @@ DEVICE_CAPABILITIES: frozenset[Capability] = frozenset(
 """What every torch.cuda-shaped runtime has; backends add graphs, ranges, host registration."""
 
 
-class _PerIndex(dict[Any, _V]):
+class PerIndex(dict[Any, _V]):
     """``index -> make(index)``, built (and validated) on first use: later lookups are one dict read."""
 
     def __init__(self, make: Callable[[int], _V]) -> None:
@@ -85,7 +85,7 @@ RANGE_MODULES = ("nvtx", "cnpx", "brtx")
 """Submodules that provide profiler ranges (``range_push``/``range_pop``), in the order looked for."""
 
 
-def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
+def default_streams(current_stream: Callable[[int], Any]) -> PerIndex[Any]:
     """Return ``index -> default stream`` for a runtime without ``default_stream`` (``torch.xpu``, ...).
 
     A thread's current stream starts as the device's default stream, so each device's is
@@ -109,7 +109,7 @@ def default_streams(current_stream: Callable[[int], Any]) -> _PerIndex[Any]:
             raise failed[0]
         return found[0]
 
-    return _PerIndex(read)
+    return PerIndex(read)
 
 
 class DeviceModuleAccelerator(Accelerator):
@@ -215,8 +215,8 @@ class DeviceModuleAccelerator(Accelerator):
     # ------------------------------------------------------------------ devices
     def _follow_device_type(self) -> None:
         """Rebuild the per-index device names and ``torch.device`` objects for the current ``device_type``."""
-        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
-        self._devices: _PerIndex[torch.device] = _PerIndex(functools.partial(torch.device, self.device_type))
+        self._names: PerIndex[str] = PerIndex(f"{self.device_type}:{{}}".format)
+        self._devices: PerIndex[torch.device] = PerIndex(functools.partial(torch.device, self.device_type))
 
     def _indexed_device_name(self, device_index: int) -> str:
         """Return ``"<type>:<index>"``, cached per index (``device_name(None)`` is baked per class)."""

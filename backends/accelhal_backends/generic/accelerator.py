@@ -39,10 +39,10 @@ import torch
 
 from accelhal.contract.accelerator import Accelerator
 from accelhal.contract.arguments import check_device_index
-from accelhal.contract.device_module import _PerIndex, default_streams
+from accelhal.contract.device_module import PerIndex, default_streams
 from accelhal.contract.spec import Capability
 from accelhal.errors import UnsupportedFeatureError
-from accelhal_backends.generic import DEVICE_MODULE_OPTIONAL, DEVICE_MODULE_RNG, comm_backend
+from accelhal_backends.generic import DEVICE_MODULE_OPTIONAL, DEVICE_MODULE_RNG, spec_for
 
 _T = TypeVar("_T")
 
@@ -116,7 +116,7 @@ class GenericAccelerator(Accelerator):
         super().__init__()
         self._m: Any = device_module(self.device_type)
         self._default_streams = default_streams(_current_stream)
-        self._names: _PerIndex[str] = _PerIndex(f"{self.device_type}:{{}}".format)
+        self._names: PerIndex[str] = PerIndex(f"{self.device_type}:{{}}".format)
         self.__dict__.update(Stream=torch.Stream, Event=torch.Event)  # an instance read is the cheapest read
         accelerator = torch.accelerator
         for member, function in (
@@ -418,14 +418,12 @@ class GenericAccelerator(Accelerator):
 
 
 def build_class(device_type: str) -> type[GenericAccelerator]:
-    """The accelerator class of ``device_type``: its names and its collectives."""
+    """The accelerator class of ``device_type``, whose identity is its registration's (:func:`spec_for`)."""
     namespace = {
         "__module__": __name__,
         "__qualname__": f"classes.{device_type}",
         "__doc__": f"Torch's accelerator {device_type!r} through torch.accelerator (the generic backend).",
-        "_name": device_type,
-        "device_type": device_type,
-        "_communication_backend_name": comm_backend(device_type),
+        "spec": spec_for(device_type),
     }
     return type(device_type, (GenericAccelerator,), namespace)
 
