@@ -121,9 +121,11 @@ class Accelerator(metaclass=_AcceleratorMeta):
         Each flag member a subclass does not override becomes a method returning its constant
         (:mod:`accelhal.contract.constant_members`); assigning the attribute later, on the class or
         on an instance, re-bakes it. A subclass that defines the method keeps it. Raises
-        ``TypeError`` where the class declares an identity attribute otherwise than its spec.
+        ``TypeError`` where the class declares an identity attribute otherwise than its spec, and
+        warns (``DeprecationWarning``, once, at the class statement) where it declares one at all.
         """
         super().__init_subclass__(**kwargs)
+        _tell_of_class_identity(cls)
         spec = cls.__dict__.get("spec")
         if isinstance(spec, BackendSpec):
             for attribute, value in _identity(spec).items():
@@ -679,6 +681,39 @@ class Accelerator(metaclass=_AcceleratorMeta):
         """Return the vendor's ``torch.compile`` backend: the spec's, else ``_default_compile_backend``."""
         spec = type(self).spec
         return (spec.compile_backend if spec is not None else "") or self._default_compile_backend
+
+
+IDENTITY_REFUSED_FROM = CONTRACT_VERSION + 1
+"""The contract version from which a class that declares an identity attribute is refused (it warns until then)."""
+
+
+def _tell_of_class_identity(cls: type) -> None:
+    """Warn, once for ``cls``, where its own body declares identity attributes: they belong in its spec.
+
+    accelhal's own generated classes (the generic backend's, DeepSpeed-backed ones) are built from
+    the same arguments as their spec and are not told.
+    """
+    declared = [attribute for attribute in IDENTITY_ATTRIBUTES.values() if attribute in cls.__dict__]
+    if not declared or cls.__module__.partition(".")[0] in ("accelhal", "accelhal_backends"):
+        return
+    import sys
+    import warnings
+
+    frame = sys._getframe(1)  # the class statement: the first frame of the class's module (a metaclass may be between)
+    while frame.f_back is not None and frame.f_globals.get("__name__") != cls.__module__:
+        frame = frame.f_back
+    fields = ", ".join(f"{field}=" for field, attribute in IDENTITY_ATTRIBUTES.items() if attribute in declared)
+    warnings.warn_explicit(
+        f"{cls.__qualname__} declares its backend's identity as class attributes ({', '.join(declared)}); "
+        f"a backend's identity belongs in its BackendSpec only, and contract version {IDENTITY_REFUSED_FROM} "
+        f"will refuse such a class. Move them: give the BackendSpec {fields}, remove the attributes and write "
+        "`spec = <that BackendSpec>` in the class body (docs/plugins.md, 'Identity')",
+        DeprecationWarning,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=cls.__module__,
+        registry=frame.f_globals.setdefault("__warningregistry__", {}),
+    )
 
 
 def _refuse_second_declaration(cls: type, spec: BackendSpec, attribute: str, value: object) -> None:

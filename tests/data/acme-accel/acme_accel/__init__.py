@@ -11,16 +11,17 @@ def probe():
     return Verdict.available("1 acme device (simulated on the host CPU)")
 
 
+SPEC = BackendSpec(
+    name="acme",
+    device_type="cpu",
+    priority=950,
+    accelerator="acme_accel.accelerator:AcmeAccelerator",
+    probe=probe,
+    visible_devices_envs=("ACME_VISIBLE_DEVICES",),
+    description="acme test backend",
+)
+
+
 @hookimpl
 def accelhal_register_backends(register):
-    register(
-        BackendSpec(
-            name="acme",
-            device_type="cpu",
-            priority=950,
-            accelerator="acme_accel.accelerator:AcmeAccelerator",
-            probe=probe,
-            visible_devices_envs=("ACME_VISIBLE_DEVICES",),
-            description="acme test backend",
-        )
-    )
+    register(SPEC)

@@ -1,8 +1,8 @@
 """The acme accelerator: the cpu backend under another name."""
 
 from accelhal_backends.cpu.accelerator import CpuAccelerator
+from acme_accel import SPEC
 
 
 class AcmeAccelerator(CpuAccelerator):
-    _name = "acme"
-    _visible_devices_envs = ("ACME_VISIBLE_DEVICES",)
+    spec = SPEC

@@ -1,0 +1,140 @@
+"""A backend's identity is declared in its spec: a class that declares it as class attributes is told, once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from accelhal import BackendSpec, Verdict
+from accelhal_backends.cpu.accelerator import CpuAccelerator
+from tests.conftest import InstallDistribution
+
+SPEC = BackendSpec(
+    name="loop",
+    device_type="cpu",
+    priority=90,
+    accelerator=f"{__name__}:NamedBySpec",
+    probe=lambda: Verdict.available("the host"),
+    visible_devices_envs=("LOOP_VISIBLE_DEVICES",),
+)
+
+
+class NamedBySpec(CpuAccelerator):
+    spec = SPEC
+
+
+def test_a_class_that_declares_its_identity_is_told_how_to_move_it() -> None:
+    with pytest.warns(DeprecationWarning) as caught:
+
+        class Loop(CpuAccelerator):  # the statement the warning points at
+            _name = "loop"
+            _visible_devices_envs = ("LOOP_VISIBLE_DEVICES",)
+
+        line = sys._getframe().f_lineno - 4
+
+    assert len(caught) == 1, [str(w.message) for w in caught]
+    told = caught[0]
+    message = str(told.message)
+    assert "Loop declares its backend's identity as class attributes (_name, _visible_devices_envs)" in message
+    assert "name=, visible_devices_envs=" in message and "spec = <that BackendSpec>" in message
+    assert "contract version 2 will refuse" in message
+    assert (Path(told.filename).resolve(), told.lineno) == (Path(__file__).resolve(), line)
+    assert Loop().name == "loop"  # until then it works as before
+
+
+def test_a_class_that_names_its_spec_is_not_told_and_answers_from_it() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Again(CpuAccelerator):
+            spec = SPEC
+
+    acc = Again()
+    assert (acc.name, acc._name, acc.device_type, acc.visible_devices_envs()) == (
+        "loop",
+        "loop",
+        "cpu",
+        ["LOOP_VISIBLE_DEVICES"],
+    )
+
+
+PLUGIN = """
+from accelhal import BackendSpec, Verdict, hookimpl
+from accelhal_backends.cpu.accelerator import CpuAccelerator
+
+SPEC = BackendSpec(name="loop", device_type="cpu", priority=950, accelerator=__name__ + ":LoopAccelerator",
+                   probe=lambda: Verdict.available("the host"))
+
+
+class LoopAccelerator(CpuAccelerator):
+    {body}
+
+
+@hookimpl
+def accelhal_register_backends(register):
+    register(SPEC)
+"""
+OLD_STYLE, MOVED = '_name = "loop"', "spec = SPEC"
+"""The class body before and after the move the warning asks for."""
+
+SELECT_TWICE = """
+import accelhal
+print(accelhal.get_accelerator().name)
+accelhal.reset_accelerator()
+print(accelhal.get_accelerator().name)
+"""
+
+
+@pytest.mark.parametrize(("body", "told"), [(OLD_STYLE, True), (MOVED, False)])
+def test_an_installed_plugin_is_told_once_per_process(
+    install_distribution: InstallDistribution, body: str, told: bool
+) -> None:
+    """In a fresh process that shows deprecations, a plugin declaring ``_name`` is told once; selection works."""
+    dist_info = install_distribution("loop-accel", {"loop_plugin": PLUGIN.format(body=body)}, {"loop": "loop_plugin"})
+    result = subprocess.run(
+        [sys.executable, "-W", "default::DeprecationWarning", "-c", SELECT_TWICE],
+        env={**_environ(), "PYTHONPATH": str(dist_info.parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["loop", "loop"]
+    assert result.stderr.count("DeprecationWarning") == told, result.stderr
+    if told:
+        assert "loop_plugin.py:9: DeprecationWarning: LoopAccelerator declares" in result.stderr
+
+
+def test_no_class_accelhal_ships_or_documents_is_told() -> None:
+    """Every built-in backend's class, the generic backend's and the example plugin's, under -W error."""
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "accelhal-example-plugin"
+    code = """
+import importlib, torch
+from accelhal import BackendSpec
+from accelhal_backends import catalog
+from accelhal_backends.generic.accelerator import classes
+import accelhal_loopback.accelerator
+for spec in vars(catalog).values():
+    if isinstance(spec, BackendSpec):
+        spec.load_class()  # the classes of vendor stacks too: their modules import no vendor package at the top
+classes.cpu
+print("none told")
+"""
+    result = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+        env={**_environ(), "PYTHONPATH": str(example)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.stdout.strip() == "none told", result.stderr
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "PYTHONWARNINGS"))}
