@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import accelhal
 from accelhal.contract.spec import NAME_PATTERN
 from accelhal.errors import ConfigurationError
-from accelhal.process.settings import Settings, parse_bool
+from accelhal.process.settings import Settings, parse_bool, parse_count
 
 
 @pytest.mark.parametrize("value", ["", " ", "\t", "\n", "   \t  "])
@@ -101,3 +101,17 @@ def test_empty_entry_in_a_plugin_list_is_an_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ACCELHAL_PLUGINS", "a,,b")
     with pytest.raises(ConfigurationError, match="empty entry"):
         accelhal.get_accelerator()
+
+
+@pytest.mark.parametrize(("raw", "expected"), [(None, 2), ("", 2), (" ", 2), ("0", 0), (" 3 ", 3), ("007", 7)])
+def test_counts(raw: str | None, expected: int) -> None:
+    assert parse_count("ACCELHAL_SIMULATED_DEVICES", raw, 2) == expected
+
+
+@pytest.mark.parametrize("raw", ["two", "-1", "1.5", "+2", "2 3", "\u0661", "9" * 19])
+def test_a_bad_count_names_the_variable_and_what_would_be_right(raw: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        parse_count("ACCELHAL_SIMULATED_DEVICES", raw, 2)
+    message = str(info.value)
+    assert message.startswith("ACCELHAL_SIMULATED_DEVICES=") and "is not a count" in message
+    assert "a whole number from 0 (for example 2)" in message

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from accelhal.contract.spec import is_backend_name
 from accelhal.plain_record import record
-from accelhal.text import quote, shorten
+from accelhal.text import MAX_DIGITS, quote, shorten
 
 if TYPE_CHECKING:
     from accelhal.errors import ConfigurationError
@@ -425,6 +425,24 @@ def parse_backend_name(variable: str, raw: str | None) -> str | None:
             value=raw,
         )
     return value
+
+
+def parse_count(variable: str, raw: str | None, default: int) -> int:
+    """Parse a count, a whole number from 0 (at most :data:`~accelhal.text.MAX_DIGITS` digits); blank is ``default``.
+
+    Raises:
+        ConfigurationError: naming ``variable``, where ``raw`` is anything else (``"two"``, ``"-1"``, ``"1.5"``).
+    """
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip()
+    if not (value.isascii() and value.isdigit() and len(value) <= MAX_DIGITS):
+        raise _bad_value(
+            f"{variable}={quote(raw)} is not a count; give a whole number from 0 (for example 2)",
+            variable=variable,
+            value=raw,
+        )
+    return int(value)
 
 
 def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:

@@ -23,6 +23,7 @@ import torch
 
 from accelhal.contract.device_module import RANGE_MODULES
 from accelhal.contract.spec import BackendSpec
+from accelhal.process.settings import parse_count
 
 SURFACES = Path(__file__).with_name("surfaces")
 """The recorded public surfaces of the vendors' device modules (JSON, one file per module)."""
@@ -468,7 +469,7 @@ def install(vendor_name: str, module_name: str | None = None) -> types.ModuleTyp
     """Create and register the simulated device module of ``vendor_name`` (called by the written package)."""
     global RUNTIME
     vendor = VENDORS[vendor_name]
-    devices = int(os.environ.get(DEVICES_VARIABLE, "2"))
+    devices = parse_count(DEVICES_VARIABLE, os.environ.get(DEVICES_VARIABLE), 2)
     runtime = SimulatedRuntime(vendor, devices)
     module = vendor_module(vendor, runtime.members(), module_name)
     runtime.modules = [module]
