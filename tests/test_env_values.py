@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import accelhal
 from accelhal.contract.spec import NAME_PATTERN
 from accelhal.errors import ConfigurationError
-from accelhal.process.settings import Settings, parse_bool, parse_count
+from accelhal.process.settings import Settings, block_plugins_with, parse_bool, parse_count
 
 
 @pytest.mark.parametrize("value", ["", " ", "\t", "\n", "   \t  "])
@@ -115,3 +115,16 @@ def test_a_bad_count_names_the_variable_and_what_would_be_right(raw: str) -> Non
     message = str(info.value)
     assert message.startswith("ACCELHAL_SIMULATED_DEVICES=") and "is not a count" in message
     assert "a whole number from 0 (for example 2)" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "names", "value"),
+    [
+        (None, ["acme"], "acme"),
+        ("", ["acme", "acme"], "acme"),
+        (" zeta ,, acme", ["acme", "beta"], "zeta,acme,beta"),
+        ("Bad Name;", ["acme"], "Bad Name;,acme"),  # kept for the process that reads it to refuse, never raised here
+    ],
+)
+def test_doctor_adds_to_the_users_block_list_without_judging_it(raw: str | None, names: list[str], value: str) -> None:
+    assert block_plugins_with(raw, names) == value

@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 from accelhal.contract.spec import is_backend_name
@@ -457,6 +457,19 @@ def parse_name_list(variable: str, raw: str | None) -> tuple[str, ...] | None:
             value=raw,
         )
     return tuple(names)
+
+
+def block_plugins_with(raw: str | None, names: Iterable[str]) -> str:
+    """``ACCELHAL_BLOCK_PLUGINS``'s value ``raw`` with ``names`` added, each once: a value to set or to suggest.
+
+    Unlike :func:`parse_name_list` this never raises: the user's entries are kept as written,
+    blank ones dropped, and a wrong one is left for the process that reads the value to refuse.
+
+    >>> block_plugins_with(" acme,,", ["zeta", "acme"])
+    'acme,zeta'
+    """
+    listed = [name.strip() for name in (raw or "").split(",") if name.strip()]
+    return ",".join([*listed, *(name for name in dict.fromkeys(names) if name not in listed)])
 
 
 @record(frozen=True)

@@ -25,6 +25,12 @@ IMPORT_SECONDS = 60.0
 AUTOLOAD_VARIABLE = "TORCH_DEVICE_BACKEND_AUTOLOAD"
 """torch's switch for loading the ``torch.backends`` entry points during ``import torch``."""
 
+
+def autoload_on(environ: Mapping[str, str]) -> bool:
+    """Whether ``import torch`` loads the ``torch.backends`` entry points under ``environ`` (torch's rule: "1")."""
+    return environ.get(AUTOLOAD_VARIABLE, "1") == "1"
+
+
 _AUTOLOAD_FUNCTION = "_import_device_backends"
 """The function of ``torch/__init__.py`` that loads the entry points (its frame names the culprit)."""
 _AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "

@@ -180,10 +180,10 @@ def _autoload_skipped() -> tuple[str, str, list[str]] | None:
     ``(variable, its value, ["name = value (distribution version)", ...])``, else ``None``.
     """
     from accelhal.discovery.entry_points import find
-    from accelhal.process.torch_import import AUTOLOAD_VARIABLE
+    from accelhal.process.torch_import import AUTOLOAD_VARIABLE, autoload_on
 
-    value = os.environ.get(AUTOLOAD_VARIABLE, "1")
-    points = find("torch.backends") if value != "1" else []  # torch loads them only when it is "1"
+    points = [] if autoload_on(os.environ) else find("torch.backends")
+    value = os.environ.get(AUTOLOAD_VARIABLE, "")
     if not points:
         return None
     described = []

@@ -31,7 +31,13 @@ from accelhal.cli.supervision import faults
 from accelhal.contract.spec import Status
 from accelhal.errors import ConfigurationError
 from accelhal.process import child_processes, torch_import
-from accelhal.process.settings import SECONDS_DEFAULTS, Settings, parse_backend_name, parse_seconds
+from accelhal.process.settings import (
+    SECONDS_DEFAULTS,
+    Settings,
+    block_plugins_with,
+    parse_backend_name,
+    parse_seconds,
+)
 from accelhal.report import DetectionReport
 from accelhal.text import quote, sentence, visible
 
@@ -41,7 +47,7 @@ HIDE_ALL_VALUES = frozenset({"", "-1", "none", "nodevfiles"})
 OVERRIDE_RULES = frozenset({"ACCELHAL_ACCELERATOR", "DS_ACCELERATOR", "set_accelerator"})
 """Selection rules by which a user chose the backend on purpose."""
 
-_AUTOLOAD = "TORCH_DEVICE_BACKEND_AUTOLOAD"
+_AUTOLOAD = torch_import.AUTOLOAD_VARIABLE
 _BLOCK = "ACCELHAL_BLOCK_PLUGINS"
 DOCTOR_TIMEOUT = SECONDS_DEFAULTS["ACCELHAL_DOCTOR_TIMEOUT"]
 """Default of ``ACCELHAL_DOCTOR_TIMEOUT``: seconds one plugin step may take in the discovery child."""
@@ -182,8 +188,7 @@ def _check_torch_import(ctx: Context) -> None:
     if error is None:
         return
     ctx.torch_imports = False
-    autoload_on = ctx.environ.get(_AUTOLOAD, "1") == "1"
-    if autoload_on and _imports_torch({**ctx.environ, _AUTOLOAD: "0"})[0]:
+    if torch_import.autoload_on(ctx.environ) and _imports_torch({**ctx.environ, _AUTOLOAD: "0"})[0]:
         culprits = _torch_backend_culprits(ctx.environ)
         ctx.problems.append(
             Problem(
@@ -213,11 +218,6 @@ _STAGE_PHRASES = {"import": "being imported", "probe": "probing", "instantiate":
 """How a plugin step reads in a sentence (``"... while the plugin was being imported"``)."""
 
 
-def _block_value(environ: dict[str, str], names: list[str]) -> str:
-    listed = [n.strip() for n in environ.get(_BLOCK, "").split(",") if n.strip()]
-    return ",".join([*listed, *(n for n in names if n not in listed)])
-
-
 def _check_isolation(ctx: Context) -> None:
     """Name each plugin that ended or hung the discovery child; later checks run with them blocked.
 
@@ -229,7 +229,7 @@ def _check_isolation(ctx: Context) -> None:
     guard = ctx.guard
     if guard is None or not ctx.torch_imports:
         return
-    block = f"export {_BLOCK}={_block_value(ctx.environ, guard.blocked)}"
+    block = f"export {_BLOCK}={block_plugins_with(ctx.environ.get(_BLOCK), guard.blocked)}"
     for fault in guard.faults:
         phrase = _STAGE_PHRASES.get(fault.stage, fault.stage)
         if fault.backend:
@@ -255,7 +255,7 @@ def _check_isolation(ctx: Context) -> None:
             )
         )
     if guard.blocked:
-        os.environ[_BLOCK] = _block_value(ctx.environ, guard.blocked)
+        os.environ[_BLOCK] = block_plugins_with(ctx.environ.get(_BLOCK), guard.blocked)
     ctx.discovery_survives = guard.completed
     if guard.unexplained is not None:
         ctx.problems.append(
@@ -344,14 +344,14 @@ def _check_selection(ctx: Context) -> None:
         return  # a bad variable is already reported
     forced = ctx.settings.accelerator
     if ctx.settings.strict and report.error.startswith("PluginError:"):
-        failed = list(dict.fromkeys(f.plugin for f in report.failures))
+        blocked = block_plugins_with(ctx.environ.get(_BLOCK), (f.plugin for f in report.failures))
         ctx.problems.append(
             Problem(
                 code="selection-failed",
                 title="ACCELHAL_STRICT=1 stops selection: a plugin failed",
                 detail=f"{report.error}. Under strict mode any plugin failure is an error; every failure is "
                 f"listed below ({len(report.failures)} in all)",
-                fix=f"repair or block the failing plugin(s): export {_BLOCK}={_block_value(ctx.environ, failed)}, "
+                fix=f"repair or block the failing plugin(s): export {_BLOCK}={blocked}, "
                 "or unset ACCELHAL_STRICT to have them reported and skipped",
             )
         )

@@ -355,13 +355,13 @@ def run_guarded(environ: dict[str, str], step_limit: float) -> Outcome:
     """Run discovery in child processes until one completes, blocking each plugin that kills or hangs one."""
     from accelhal.cli.supervision import deadline
     from accelhal.discovery.plugins import FALLBACK_BACKEND
+    from accelhal.process.settings import block_plugins_with
 
     outcome = Outcome()
-    listed = environ.get("ACCELHAL_BLOCK_PLUGINS", "")  # as the user wrote it: the child parses and judges it
     for _ in range(MAX_ROUNDS):
         env = dict(environ)
         if outcome.blocked:
-            env["ACCELHAL_BLOCK_PLUGINS"] = ",".join([listed, *outcome.blocked] if listed.strip() else outcome.blocked)
+            env["ACCELHAL_BLOCK_PLUGINS"] = block_plugins_with(environ.get("ACCELHAL_BLOCK_PLUGINS"), outcome.blocked)
         run = _run_child(env, step_limit)
         if run.answer is not None:
             outcome.completed = True
