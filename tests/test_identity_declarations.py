@@ -138,3 +138,10 @@ def _environ() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("ACCELHAL_", "PYTHONWARNINGS"))}
+
+
+@pytest.mark.parametrize("module", [42, None, "accelhal_vendor_lookalike"])
+def test_a_class_that_says_anything_as_its_module_is_still_defined_and_told(module: object) -> None:
+    with pytest.warns(DeprecationWarning, match="Odd declares its backend's identity"):
+        odd = type("Odd", (CpuAccelerator,), {"_name": "odd", "__module__": module})
+    assert odd().name == "odd"

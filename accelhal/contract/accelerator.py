@@ -694,13 +694,15 @@ def _tell_of_class_identity(cls: type) -> None:
     the same arguments as their spec and are not told.
     """
     declared = [attribute for attribute in IDENTITY_ATTRIBUTES.values() if attribute in cls.__dict__]
-    if not declared or cls.__module__.partition(".")[0] in ("accelhal", "accelhal_backends"):
+    module = cls.__dict__.get("__module__")
+    module = module if isinstance(module, str) else ""  # a class may say anything there
+    if not declared or module.partition(".")[0] in ("accelhal", "accelhal_backends"):
         return
     import sys
     import warnings
 
     frame = sys._getframe(1)  # the class statement: the first frame of the class's module (a metaclass may be between)
-    while frame.f_back is not None and frame.f_globals.get("__name__") != cls.__module__:
+    while frame.f_back is not None and frame.f_globals.get("__name__") != module:
         frame = frame.f_back
     fields = ", ".join(f"{field}=" for field, attribute in IDENTITY_ATTRIBUTES.items() if attribute in declared)
     warnings.warn_explicit(
@@ -711,7 +713,7 @@ def _tell_of_class_identity(cls: type) -> None:
         DeprecationWarning,
         frame.f_code.co_filename,
         frame.f_lineno,
-        module=cls.__module__,
+        module=module or "<unknown>",
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
     )
 
