@@ -11,9 +11,10 @@ engine options: ``tests/compat/sglang/generate.py``):
 * ``bridge``: accelhal's platform on cpu (``SGLANG_PLATFORM=accelhal``, ``ACCELHAL_ACCELERATOR=cpu``).
 
 The method is the vLLM suite's (:mod:`benchmarks.vllm`): generations of a fresh pair of engines,
-their places swapped every generation, each measuring blocks in turn, pinned to the same core; a
-generation's ratio is the median of its paired per-block ratios, a target the geometric mean of the
-generations' ratios with its Student 95% interval, which must lie within 2%. SGLang runs its
+their places swapped every generation, each measuring blocks in turn, pinned to the same core, while
+the other is stopped (an idle SGLang engine polls; :func:`stopped`); a generation's ratio is the
+median of its paired per-block ratios, a target the geometric mean of the generations' ratios with its
+Student 95% interval, which must lie within 2%. SGLang runs its
 scheduler in a process of its own: an engine's CPU clock is the CPU time of its whole process tree
 (the engine, its scheduler and detokenizer, every thread, in nanoseconds), and pinning pins the tree.
 
@@ -31,9 +32,11 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -224,12 +227,33 @@ def _check(ready: dict[str, dict[str, Any]]) -> None:
             raise RuntimeError(f"the {name} engine runs on {sorted(where)}, not {PLATFORMS[name]} on cpu")
 
 
+@contextlib.contextmanager
+def stopped(engines: list[Engine]) -> Iterator[None]:
+    """Every process of ``engines`` stopped (``SIGSTOP``) inside the block, continued after it.
+
+    An engine is its process and what it started (SGLang's scheduler and detokenizer), found in
+    ``/proc``; each is idle between its blocks, waiting on its input, so none is stopped mid-request.
+    """
+    from accelhal.process.child_processes import descendants
+
+    trees = [[engine_.process.pid, *descendants(engine_.process.pid)] for engine_ in engines]
+    for pid in (pid for tree in trees for pid in tree):
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in (pid for tree in trees for pid in tree):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
 def generation(names: list[str], model: Path, sites: list[Path], scratch: Path, probe: bool) -> dict[str, Any]:
     """One generation: start both engines, one untimed block each, :data:`BLOCKS` blocks in rotated order, stop.
 
-    Each block runs on one core, the other engine waiting on another: an idle SGLang engine still polls, and
-    left on the measured core it slowed whichever engine started second (wall-clock time to first token
-    1.55x, 0.57x, 1.46x, ... as the start order swapped, in the run before this was so).
+    Each block runs on one core while the other engine is stopped (:func:`stopped`): an idle SGLang engine
+    still polls. Left on the measured core it slowed whichever engine started second (wall-clock time to
+    first token 1.55x, 0.57x, 1.46x, ... as the start order swapped); left polling on the other core, the
+    generations still scattered by about +-10% (both runs are in ``docs/sglang.md``).
     """
     engines: dict[str, Engine] = {}
     cores = sorted(os.sched_getaffinity(0))
@@ -244,11 +268,9 @@ def generation(names: list[str], model: Path, sites: list[Path], scratch: Path, 
         blocks: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
         for index in range(BLOCKS):
             core = cores[index // len(names) % len(cores)]
-            elsewhere = cores[(cores.index(core) + 1) % len(cores)]
             for name in names[index % len(names) :] + names[: index % len(names)]:
-                for waiting in (other for other in names if other != name):
-                    engines[waiting].ask(per_block=0, tokens=TOKENS, core=elsewhere)
-                answer = engines[name].ask(per_block=PER_BLOCK, tokens=TOKENS, core=core)
+                with stopped([engines[other] for other in names if other != name]):
+                    answer = engines[name].ask(per_block=PER_BLOCK, tokens=TOKENS, core=core)
                 blocks[name].append({**answer, "tokens": TOKENS})
         probed = {name: engines[name].ask(probe=1, tokens=TOKENS) for name in names} if probe else {}
     finally:

@@ -360,3 +360,37 @@ def test_sglang_targets_are_the_vllm_methods_over_its_own_engines(tmp_path: Path
     assert [row[1] for row in calls] == ["0 / 0", "0 / 0"]
     page = sglang.write_page(result, {"python": "3"}, {"repeats": 51}, tmp_path)
     assert page is not None and page.name == "RESULTS-sglang.md" and "| sglang | 0.5.23 |" in page.read_text()
+
+
+@pytest.mark.slow
+def test_the_sglang_engine_not_measured_is_stopped_with_what_it_started() -> None:
+    """A process that polls, and its child that polls, use no CPU while :func:`benchmarks.sglang.stopped` holds."""
+    import subprocess
+    import time
+    from types import SimpleNamespace
+
+    from accelhal.process.child_processes import descendants, kill_tree
+    from benchmarks import sglang
+
+    polling = "import subprocess, sys\nsubprocess.Popen([sys.executable, '-c', 'while True: pass'])\nwhile True: pass"
+    process = subprocess.Popen([sys.executable, "-c", polling])
+    try:
+        time.sleep(1.0)  # the child has started
+        engine = SimpleNamespace(process=process)
+        with sglang.stopped([engine]):  # type: ignore[list-item]
+            tree = [process.pid, *descendants(process.pid)]
+            assert len(tree) == 2
+            time.sleep(0.2)
+            before = [_cpu_ticks(pid) for pid in tree]
+            time.sleep(0.5)
+            assert [_cpu_ticks(pid) for pid in tree] == before
+        time.sleep(0.5)
+        assert all(after > was for after, was in zip([_cpu_ticks(pid) for pid in tree], before, strict=True))
+    finally:
+        kill_tree(process.pid)
+        process.wait()
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
