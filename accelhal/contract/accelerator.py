@@ -690,8 +690,8 @@ IDENTITY_REFUSED_FROM = CONTRACT_VERSION + 1
 def _tell_of_class_identity(cls: type) -> None:
     """Warn, once for ``cls``, where its own body declares identity attributes: they belong in its spec.
 
-    accelhal's own generated classes (the generic backend's, DeepSpeed-backed ones) are built from
-    the same arguments as their spec and are not told.
+    accelhal's own generated classes (the DeepSpeed-backed ones) are built from the same arguments
+    as their spec and are not told.
     """
     declared = [attribute for attribute in IDENTITY_ATTRIBUTES.values() if attribute in cls.__dict__]
     module = cls.__dict__.get("__module__")
