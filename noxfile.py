@@ -73,7 +73,8 @@ SLOW_SUITE = ["-m", "slow and not adapter and not heavy and not integration"]
 def slow(session: nox.Session) -> None:
     """The slow tests (``slow``) with the README's environment; ``-- -n 2`` runs on two pytest-xdist workers.
 
-    CI runs it in the README venv (``--no-venv --no-install``: the session checks its torch first).
+    CI runs the slow tier in the core suite at both ends (``core-ends``, whose suite holds it), not here;
+    ``--no-venv --no-install`` runs it in the README venv (the session checks its torch first).
     """
     if session.venv_backend == "none":
         require_installed(session, [TORCH])

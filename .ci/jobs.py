@@ -9,8 +9,8 @@ interpreter of a venv that has ``nox[uv]``:
 - The jobs start once ``.ci/run`` says the README's command passed (:data:`README_PASSED`), as many at a time as
   the machine has cores, the longest first, each on one pytest-xdist worker (``-n 1``). A job whose venv was
   built runs in it without installing again (``-R``); one whose build failed builds it again itself. The jobs
-  that need exactly the README venv (the adapters' suite at the newest end, the slow tests, the torch_npu
-  stack's outer environment) run in it (``--no-venv --no-install``, with the README venv first on ``PATH``; the
+  that need exactly the README venv (the adapters' suite at the newest end, the torch_npu stack's outer
+  environment) run in it (``--no-venv --no-install``, with the README venv first on ``PATH``; the
   sessions check its pins first).
 
 No job runs beside the README's suite: Linux shares the CPU equally between sessions (autogroups), whatever
@@ -81,7 +81,6 @@ def jobs() -> list[Job]:
         Job(newest_core),
         Job(oldest_core),
         Job("adapters(end='floor')"),
-        Job("slow", IN_README_VENV),
         Job("adapters(end='newest')", IN_README_VENV),
         Job("npu(torch_npu='2.13.0')", IN_README_VENV, ("--durations=25",)),
         Job("xla", pytest_options=("--durations=25",)),

@@ -143,7 +143,7 @@ ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
 
 DEVICE_TESTS = Path(__file__).resolve().parent / "privateuse1"
 """Every test under this directory runs on the test tree's device, a C++ extension, mostly in processes of its own
-(marked ``slow``: the README's suite leaves them to ``nox -s slow``)."""
+(marked ``slow``: the README's suite leaves them to ``nox -s slow``, CI to the core suite at both ends)."""
 
 ADAPTER_FRAMEWORKS = (
     "deepspeed",
@@ -185,7 +185,7 @@ LEFT_OUT = pytest.StashKey[dict[str, int]]()
 
 TIERS = {
     "adapter": "the adapters' (tests/compat), run by nox -s \"adapters(end='newest')\" and \"adapters(end='floor')\"",
-    "slow": "the slow ones, run by nox -s slow",
+    "slow": "the slow ones, run by nox -s slow (CI: the core suite at both ends, nox -t core-ends)",
 }
 """The markers of the tests the README's suite leaves to CI's other jobs, and which job runs them."""
 

@@ -76,20 +76,25 @@ print("COLLECTED " + json.dumps(found))
 
 @pytest.mark.slow
 def test_the_readme_suite_and_the_jobs_tiers_share_no_test_and_leave_out_only_the_heavy_one() -> None:
-    """Every test runs in exactly one of: the README's suite, ``slow``, the adapters' sessions; ``heavy`` in none."""
+    """Every test is in exactly one of: the README's suite, ``slow``, the adapters' sessions; ``heavy`` in none.
+
+    CI runs the ``slow`` tier in the core suite at both ends (``core-ends``): that suite is the README's and ``slow``.
+    """
     selections = {
         "readme": [],
         "slow": noxfile_list("SLOW_SUITE"),
         "adapters": noxfile_list("ADAPTER_SUITE"),
         "heavy": ["-m", "heavy"],
         "all": ["-m", "heavy or not heavy"],
+        "core": noxfile_list("CORE_SUITE"),
     }
     done = subprocess.run(
         [sys.executable, "-c", COLLECT, json.dumps(selections)], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     (line,) = [line for line in done.stdout.splitlines() if line.startswith("COLLECTED ")]
     found = {name: set(ids) for name, ids in json.loads(line.split(" ", 1)[1]).items()}
-    everything = found.pop("all")
+    everything, core = found.pop("all"), found.pop("core")
+    assert core == found["readme"] | found["slow"], sorted(core ^ (found["readme"] | found["slow"]))[:5]
     assert len(everything) > 1000 and len(found["heavy"]) == 1
     for one, other in itertools.combinations(found, 2):
         assert not found[one] & found[other], f"in both {one} and {other}: {sorted(found[one] & found[other])[:5]}"
