@@ -21,12 +21,12 @@ FORCED = {"ACCELHAL_VLLM_PLATFORM": "on", "ACCELHAL_ACCELERATOR": "cpu"}
 
 CASES = [
     ("llama", "float32", "on"),
-    ("llama", "float32", "off"),
-    ("qwen2", "float32", "on"),
-    ("llama", "bfloat16", "on"),
-    ("qwen2", "bfloat16", "off"),
+    ("llama", "bfloat16", "off"),
+    ("qwen2", "float32", "off"),
+    ("qwen2", "bfloat16", "on"),
 ]
-"""Architecture, dtype, prefix caching: both architectures, fp32 and bf16, prefix caching on and off."""
+"""Architecture, dtype, prefix caching: every pair of two of their values in some case (four cases, not the eight of
+every combination; each case is two engine runs of about 35 s in CI)."""
 
 
 @pytest.mark.parametrize(("architecture", "dtype", "prefix"), CASES)
@@ -67,6 +67,6 @@ def test_tensor_parallel_two_processes_give_one_process_tokens(run_cache: RunCac
 def test_results_name_the_model_they_ran(run_cache: RunCache) -> None:
     """The tiny models differ (else equal tokens would prove nothing): two architectures, two token lists."""
     llama = reference(run_cache, model_directory(run_cache, "llama"), "--dtype", "float32", "--prefix-caching", "on")
-    qwen2 = reference(run_cache, model_directory(run_cache, "qwen2"), "--dtype", "float32", "--prefix-caching", "on")
+    qwen2 = reference(run_cache, model_directory(run_cache, "qwen2"), "--dtype", "float32", "--prefix-caching", "off")
     assert llama["tokens"] != qwen2["tokens"]
     assert Path(model_directory(run_cache, "qwen2")).name == "qwen2"
