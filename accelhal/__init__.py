@@ -1,17 +1,11 @@
 """accelhal: one accelerator API for PyTorch, whatever the machine has.
 
 >>> import accelhal
->>> acc = accelhal.get_accelerator()
->>> acc.name, acc.current_device_name(), acc.communication_backend_name()   # on a machine without accelerators
-('cpu', 'cpu', 'gloo')
+>>> accelhal.get_accelerator().name   # on a machine without accelerators
+'cpu'
 
-``import accelhal`` is free of side effects: it imports neither torch nor any vendor
-package (nor pydantic, pluggy or rich), writes no environment variable and creates no
-device context. Every public name below is loaded on first access (PEP 562).
-
-This module holds no assertions for pytest to rewrite (PYTEST_DONT_REWRITE): a program that
-imports accelhal and then runs pytest, as ``accelhal.testing.run_suite()`` does, gets no
-warning that it was imported too early; the conformance kit's modules are still rewritten.
+``import accelhal`` is free of side effects: it imports no torch, vendor package, pydantic, pluggy or rich, writes no
+environment variable and creates no device context. Marked PYTEST_DONT_REWRITE (why: ``docs/contributing.md``).
 """
 
 from __future__ import annotations

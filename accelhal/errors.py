@@ -1,19 +1,9 @@
 """The exception hierarchy.
 
-Every error accelhal raises on purpose derives from :class:`AccelhalError`, and each
-also derives from the built-in exception a caller would naturally catch
-(``ValueError`` for bad configuration, ``NotImplementedError`` for a missing feature,
-``RuntimeError`` for an unavailable device), so code written against DeepSpeed's
-exceptions keeps working.
-
-Example::
-
-    >>> import accelhal
-    >>> try:
-    ...     accelhal.set_accelerator("tpu")
-    ... except accelhal.UnknownBackendError as err:
-    ...     print(err.name)
-    tpu
+Every error accelhal raises on purpose derives from :class:`AccelhalError` and from the built-in exception a
+caller would naturally catch (``ValueError`` for bad configuration, ``NotImplementedError`` for a missing
+feature, ``RuntimeError`` for an unavailable device), so code written against DeepSpeed's exceptions keeps
+working. Each class's bases, and how to catch them: ``docs/reference/api.md``, "Catching errors".
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """Record classes that cost next to nothing to define: the plain records of discovery and selection.
 
-``@record`` gives a class what :func:`dataclasses.dataclass` gives the records of this package (an
-``__init__`` by position or keyword, defaults and :func:`field` factories, ``__post_init__``,
-``__repr__``, ``__eq__``, ``__replace__`` and, with ``frozen=True``, immutability and ``__hash__``),
-but generates no code when the class is defined. Type checkers see it as a dataclass transform
-(PEP 681). What it saves: ``docs/performance.md``.
-
-Example::
-
-    >>> @record(frozen=True)
-    ... class Point:
-    ...     x: int
-    ...     y: int = 0
-    >>> Point(1)
-    Point(x=1, y=0)
-    >>> Point(1, 2) == Point(x=1, y=2)
-    True
+``@record`` gives a class what :func:`dataclasses.dataclass` gives the records of this package (``__init__``,
+defaults and :func:`field` factories, ``__post_init__``, ``__repr__``, ``__eq__``, ``__replace__`` and, with
+``frozen=True``, immutability and ``__hash__``), but generates no code when the class is defined. Type checkers
+see it as a dataclass transform (PEP 681). An example: ``docs/contributing.md``, "Records"; what it saves:
+``docs/performance.md``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
 """Text helpers shared by every layer (this module imports nothing of accelhal's).
 
 Importing it makes accelhal's own loggers (:data:`LOGGERS`) show a plugin's words as text
-(:class:`VisibleMessages`).
-
-Messages echo what they were given (a variable's value, an argument's ``repr``), and a
-value may be huge: a 10,000-character ``ACCELHAL_ACCELERATOR``, a tensor's ``repr``.
-:func:`shorten` keeps a message to a readable length and says how much it left out.
-
-Example::
-
-    >>> shorten("x" * 100, limit=10)
-    'xxxxxxxxxx... (90 more characters)'
+(:class:`VisibleMessages`). :func:`shorten` keeps a message that echoes a huge value (a 10,000-character
+``ACCELHAL_ACCELERATOR``, a tensor's ``repr``) to a readable length and says how much it left out:
+``shorten("x" * 100, limit=10)`` is ``'xxxxxxxxxx... (90 more characters)'``.
 """
 
 from __future__ import annotations

@@ -4,13 +4,7 @@ Subcommands: ``info``, ``list``, ``explain [NAME]``, ``doctor``, ``check [NAME]`
 [COMMAND]`` and ``ray-resources``, each with ``--json`` (one JSON document on stdout, whichever
 way the command ends). A user mistake is one ``accelhal: error:`` line and exit status 2, never a
 traceback; each call into a device's runtime is bounded by ``--timeout``
-(:mod:`accelhal.cli.supervision.deadline`). The statuses, documents and signals:
-``docs/reference/cli.md``.
-
-Example::
-
-    $ accelhal explain cuda
-    $ ACCELHAL_ACCELERATOR=cpu accelhal info --json
+(:mod:`accelhal.cli.supervision.deadline`). See ``docs/reference/cli.md``.
 """
 
 from __future__ import annotations

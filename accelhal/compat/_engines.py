@@ -1,19 +1,9 @@
 """What accelhal's inference-engine bridges share: when a bridge is the engine's platform, and what it says.
 
-vLLM and SGLang each load out-of-tree platforms from an entry-point group and call every
-plugin's cheap probe in each of their processes. accelhal's bridge for either engine
-(:mod:`accelhal.compat.vllm`, :mod:`accelhal.compat.sglang`) answers by the same rules, in order:
-
-1. its variable (``ACCELHAL_<ENGINE>_PLATFORM``: ``auto``, ``on``, ``off``) is ``off``: it stays out;
-2. accelhal selects no backend: it stays out, unless forced (then the engine reports the error);
-3. the engine's own platform serves the device type (cuda, xpu, ...): it stays out, even forced;
-4. another out-of-tree platform plugin of the engine answers (the vendor's own): it stays out unless forced;
-5. the engine's own host platform serves cpu: it stays out unless forced;
-6. forced, or a device the engine has no platform for: it answers.
-
-An :class:`Engine` holds what differs between the engines; :func:`decide` and
-:func:`plugin_answer` apply the rules. The probe creates no device context: accelhal's probes
-never do, and the accelerator is only constructed.
+An :class:`Engine` holds what differs between the engines (:mod:`accelhal.compat.vllm`,
+:mod:`accelhal.compat.sglang`); :func:`decide` and :func:`plugin_answer` apply the rules, in the
+order ``docs/contributing.md`` gives ("The engine bridges"). The probe creates no device context:
+accelhal's probes never do, and the accelerator is only constructed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
 """Act on a framework's module right after it executes: a one-shot ``sys.meta_path`` finder.
 
-An adapter that must reach a module as soon as it exists (before the framework's other
-modules import names from it), whether or not the program has imported it yet, subclasses
-:class:`AfterImport`, names the module in :attr:`~AfterImport.target` and arms an
-instance with :func:`arm`. The finder finds nothing itself: it passes on the spec the
-other finders give, with a loader that runs :meth:`~AfterImport.after` on the executed
-module, and removes itself on first use. Arming again replaces an armed finder of the
-same class; :func:`disarm` removes it.
-
-This module imports only ``sys`` and ``threading``: the start-up hooks import it in every
-interpreter they arm (``importlib.abc`` alone costs tens of milliseconds; the import system
-only needs ``find_spec``).
+An adapter subclasses :class:`AfterImport`, names the module in :attr:`~AfterImport.target` and
+arms an instance with :func:`arm`; the finder passes on the spec the other finders give, with a
+loader that runs :meth:`~AfterImport.after` on the executed module, and removes itself on first
+use. Arming again replaces an armed finder of the same class; :func:`disarm` removes it. This
+module imports only ``sys`` and ``threading`` (why: ``docs/performance.md``).
 """
 
 from __future__ import annotations

@@ -2,15 +2,8 @@
 
 Each bridge declares one table, member of the engine's platform class -> :class:`Answer`
 (``accelhal.compat.vllm.MEMBERS``, ``accelhal.compat.sglang.MEMBERS``). An answer's source is
-one of:
-
-- ``contract``: the active backend's :class:`accelhal.Accelerator` member named in ``by``;
-- ``spec``: the backend's :class:`accelhal.BackendSpec` field named in ``by``;
-- ``kit``: the field named in ``by`` of the kit a plugin's hook returns (``VllmKit``, ``SglangKit``);
-  where the kit leaves it empty, the engine's portable path;
-- ``portable``: the engine's portable path (its host platform's member, or the bridge's host answer);
-- ``vllm`` / ``sglang``: the engine's own default, which reads only other members or is the same
-  for every device.
+``contract``, ``spec``, ``kit``, ``portable``, or the engine's own default (``vllm``,
+``sglang``); what each means: ``docs/vllm.md``, "Which fact answers each member".
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """gloo's collectives for a device gloo cannot carry (mps): the device tensors go through host copies.
 
-torch's ``ProcessGroupGloo`` reduces cpu and cuda tensors only
-(``torch.distributed.Backend.backend_capability["gloo"]``; its collectives raise
-"unsupported device type" for any other), and no backend of torch carries mps tensors, though
-torch names ``gloo`` as mps's backend. :class:`HostStagedGloo`
-is a process group holding one gloo group: a collective copies the device tensors it is
-given to host memory, runs gloo's collective of the same name on the copies, waits, and
-copies the results back into the device tensors; cpu tensors go to gloo as they are (and
-stay asynchronous). A collective that staged a tensor is complete when it returns; its
-work's future holds the device tensors.
-
-:func:`~accelhal.distributed.init_process_group` sets it up, under the name :data:`NAME`,
-where ``gloo`` is asked for (by name or as the accelerator's ``communication_backend_name()``)
-on a device gloo does not carry (:func:`backend_for`); ``"cpu:gloo"`` keeps plain gloo for
-cpu tensors only.
+:class:`HostStagedGloo` is a process group holding one gloo group: a collective copies the device tensors to
+host memory, runs gloo's collective on the copies and copies the results back, and is complete when it returns.
+:func:`~accelhal.distributed.init_process_group` sets it up, under the name :data:`NAME`, where ``gloo`` is asked
+for on a device gloo does not carry (:func:`backend_for`). Importing this module imports torch. See
+``docs/distributed.md``, "gloo on mps".
 """
 
 from __future__ import annotations

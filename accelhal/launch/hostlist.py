@@ -1,22 +1,10 @@
 """Slurm's compressed host lists, expanded as ``scontrol show hostnames`` expands them.
 
-Slurm writes the nodes of a job or step (``SLURM_JOB_NODELIST``, ``SLURM_STEP_NODELIST``) in a
-compressed form: entries separated by commas or blanks (a run of them counts as one), each a
-name ending in a bracketed list of numbers and ranges. Numbers are padded with zeros to the
-width of their range's lower bound; an entry with several brackets expands as nested loops,
-the first bracket outermost; order and repeats are kept as written. As in Slurm's own parser
-(``hostlist.c``), nothing may follow an entry's last bracket.
-
->>> expand_hostlist("node[03-05,07]")
-['node03', 'node04', 'node05', 'node07']
->>> expand_hostlist("rack[1-2]-gpu[01-02],login")
-['rack1-gpu01', 'rack1-gpu02', 'rack2-gpu01', 'rack2-gpu02', 'login']
->>> first_host("node[0001-9999]")
-'node0001'
-
-The whole list is parsed (and a malformed one refused) before anything is expanded, and
-expansion is lazy, so :func:`first_host` of a list of thousands of nodes builds one name.
-This module imports nothing outside the standard library but accelhal's errors and message text.
+:func:`expand_hostlist` gives every name, :func:`iter_hostlist` yields them lazily, :func:`first_host` gives the
+first: ``expand_hostlist("node[03-05,07]")`` is ``['node03', 'node04', 'node05', 'node07']``. The whole list is
+parsed, and a malformed one refused, before anything is expanded. This module imports nothing outside the
+standard library but accelhal's errors and message text. The rules, as in Slurm's own parser:
+``docs/clusters.md``, "srun".
 """
 
 from __future__ import annotations

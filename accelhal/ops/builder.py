@@ -1,19 +1,8 @@
 """The :class:`OpBuilder` base class: one custom C++/CUDA op, built just in time or ahead of time.
 
-A builder names its sources, include paths and per-toolchain flags (``cxx_args`` for
-the host compiler, ``nvcc_args`` for CUDA sources); :meth:`OpBuilder.load` returns the
-compiled Python module. This module imports neither torch nor a compiler: torch is
-imported when something is built or loaded.
-
-Example, a whole builder (its ``csrc/`` directory sits next to the module defining it)::
-
-    class ScaleBuilder(OpBuilder):
-        NAME = "scale"
-
-        def sources(self) -> list[str]:
-            return ["csrc/scale.cpp"]
-
-    module = ScaleBuilder().load()      # built once into the cache, then reused
+A builder names its sources, include paths and per-toolchain flags; :meth:`OpBuilder.load` returns the
+compiled Python module. This module imports neither torch nor a compiler: torch is imported when something
+is built or loaded. How to write a builder: ``docs/ops.md``.
 """
 
 from __future__ import annotations

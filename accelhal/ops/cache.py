@@ -1,18 +1,8 @@
 """The JIT build cache: keyed directories, their manifests, and loading what they hold.
 
-Each build lives in ``<root>/<op name>-<key>``, where ``<root>`` is
-``ACCELHAL_OPS_CACHE`` (default ``~/.cache/accelhal/ops``) and ``<key>`` is a hash of
-every build input (source and header contents, flags, the relevant environment, and the
-torch, accelhal and Python versions): a change to any of them is a new directory, never
-a stale module. A finished build writes ``build.json`` (the manifest) last and
-atomically, so a directory with a manifest holds a complete module and a later process
-loads it without taking the build lock or running a compiler.
-
-The manifest records the module file's size and sha256. Before a module is loaded its
-file is checked against them (:func:`module_problem`): a file truncated, zeroed or
-replaced since the build would crash the process that loads it (``SIGBUS``,
-``SIGSEGV``) or fail to import forever, so it is never loaded; the builder warns, naming
-the directory, and builds it again.
+Each build lives in ``<root>/<op name>-<key>``, the key a hash of every build input. A directory whose
+manifest (``build.json``, written last) holds a module file that still matches it (:func:`module_problem`) is
+loaded without the build lock or a compiler. See ``docs/ops.md``, "Just in time".
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """Resolving op builders by backend and class name, through the ``accelhal_register_op_builders`` hook.
 
-The hook is called lazily, the first time a builder is looked up, on each plugin
-separately (so a plugin whose hook raises is reported in ``registry().failures`` and
-skipped, or raises :class:`~accelhal.PluginError` under ``ACCELHAL_STRICT=1``). Results
-are cached; a plugin registered with the plugin manager later is asked on the next
-lookup. :func:`accelhal.reset_accelerator` forgets everything.
-
-An unknown name is not an error at lookup: it resolves to a subclass of
-:class:`NotImplementedBuilder` (DeepSpeed's convention), which can be constructed but
-whose :meth:`~NotImplementedBuilder.is_compatible` is False
-(:meth:`~NotImplementedBuilder.compatibility` says why) and whose
-:meth:`~NotImplementedBuilder.load` raises :class:`~accelhal.UnsupportedFeatureError`
-naming the op, the backend and the builders that do exist.
+The hook is called lazily, on each plugin separately, the first time a builder is looked up; the answers are
+cached until :func:`accelhal.reset_accelerator`. An unknown name resolves to a subclass of
+:class:`NotImplementedBuilder`, whose :meth:`~NotImplementedBuilder.load` raises
+:class:`~accelhal.UnsupportedFeatureError`. See ``docs/ops.md``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Start helper processes that end with the process that started them, and with all they started.
 
-Every helper process accelhal starts (the command's worker, doctor's discovery child, the
-conformance kit's fresh processes) leads a process group of its own, which :func:`kill_tree`
-stops and then kills as a whole, and is killed by the kernel when its parent dies
-(:func:`die_with_parent`, Linux). A process that keeps helpers alive becomes a subreaper
-(:func:`become_subreaper`), so that what their trees leave behind is found too. Elsewhere than
-on Linux only the process groups remain. Why: ``docs/contributing.md``, "Helper processes".
-
-Example::
-
-    >>> done = run([sys.executable, "-c", "print(1)"], timeout=60)
-    >>> done.stdout.strip()
-    '1'
+Each helper leads a process group of its own, which :func:`kill_tree` stops and then kills as a whole, and is
+killed by the kernel when its parent dies (:func:`die_with_parent`, Linux); a process that keeps helpers alive
+becomes a subreaper (:func:`become_subreaper`). Elsewhere than on Linux only the process groups remain.
+:func:`run` is :func:`subprocess.run` on these terms. Why, and an example: ``docs/contributing.md``, "Helper
+processes".
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Every environment variable accelhal reads, listed in one table; accelhal's own parsed and validated here.
 
-:data:`VARIABLES` is the single table of variables (the documentation's variable page
-is generated from it), but each backend's visible-devices variables, from its spec
-(``BackendSpec.visible_devices_envs``). :meth:`Settings.from_environ` parses accelhal's own
-and raises :class:`~accelhal.ConfigurationError` naming the variable, the value and what
-would be accepted. Parsing is plain Python, not pydantic, because it runs on the path of the
-first ``get_accelerator()`` call, whose cost must stay negligible next to ``import torch``.
-
-Example::
-
-    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": "  CUDA "}).accelerator
-    'cuda'
-    >>> Settings.from_environ({"ACCELHAL_ACCELERATOR": " "}).accelerator is None
-    True
+:data:`VARIABLES` is the single table of variables (the documentation's variable page is generated from it),
+but each backend's visible-devices variables, from its spec (``BackendSpec.visible_devices_envs``).
+:meth:`Settings.from_environ` parses accelhal's own and raises :class:`~accelhal.ConfigurationError` naming
+the variable, the value and what would be accepted. This module imports neither torch nor pydantic. See
+``docs/reference/environment.md``.
 """
 
 from __future__ import annotations

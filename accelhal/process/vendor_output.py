@@ -1,20 +1,10 @@
 """Keep what vendor code writes to standard output off accelhal's own standard output.
 
-Vendor packages print at import (``torch_npu`` prints ``Warning: ASCEND_HOME_PATH
-environment variable is not set.`` from native code), and ``accelhal info --json``
-must still print one valid JSON document. :func:`stdout_to_stderr` wraps every import
-and probe of vendor code: while it runs, file descriptor 1 points at a private file, so
-Python's ``print`` (through ``sys.stdout``, which is flushed at both ends) and native
-writes (``printf``, ``write(1, ...)``; C stdio is flushed too) land there. On exit the
-descriptor is restored, what was written goes to standard error, and the text is kept
-for the report. Inside the block ``sys.stdout`` is line-buffered, so that the text keeps the
-order in which Python and native code wrote it, with or without ``PYTHONUNBUFFERED``.
-
-Example::
-
-    with stdout_to_stderr() as captured:
-        import my_vendor_runtime        # prints a banner
-    captured.text                       # the banner; it went to stderr, not stdout
+:func:`stdout_to_stderr` wraps every import and probe of vendor code: what Python and native code write to file
+descriptor 1 inside the block goes to standard error, and the text is kept for the report (:class:`Captured`),
+so that ``accelhal info --json`` still prints one valid JSON document. Not meant for blocks during which other
+threads write to standard output (that is caught too). How it works, and an example: ``docs/contributing.md``,
+"Vendor output".
 """
 
 from __future__ import annotations

@@ -3,14 +3,9 @@
 A *step* is a plugin's import, a backend's probe, an accelerator's construction
 (:func:`accelhal.discovery.plugins.announce_step`) or a call the command makes into a device's
 runtime (:func:`step`); it lasts until the next starts or its :func:`region` ends. :data:`listener`,
-when set, is told of each step and its end. A daemon thread logs one warning on the ``accelhal``
-logger when a step has run for ``ACCELHAL_HANG_WARNING_SECONDS``; the step goes on. How the
-thread sleeps and ends: ``docs/contributing.md``, "The watchdog".
-
-Example, in a program whose driver hangs in ``device_count()``::
-
-    WARNING accelhal: backend 'acme' (its probe) has not answered for 30 s (in device_count
-    (/site-packages/acme/runtime.py:40)); to skip it: ACCELHAL_BLOCK_PLUGINS=acme (or ACCELHAL_ACCELERATOR=cpu)
+when set, is told of each step and its end. A daemon thread logs one warning on the ``accelhal`` logger
+when a step has run for ``ACCELHAL_HANG_WARNING_SECONDS``; the step goes on. The warning: ``docs/clusters.md``;
+how the thread sleeps and ends: ``docs/contributing.md``, "The watchdog".
 """
 
 from __future__ import annotations

@@ -1,20 +1,9 @@
 """``accelhal explain [NAME]``: why the active backend won, or why ``NAME`` did not.
 
-The answer is one of :class:`~accelhal.cli.output.models.Outcome`: not installed, no device,
-broken, replaced (another package answers for its device module), probe error (with the
-exception), invalid, blocked, plugin failed, lower priority, not probed (an override chose
-another), selection failed, ambiguous or unknown (with the names that are known). An
-unknown or ambiguous name is a user mistake: after the explanation, one ``accelhal: error:``
-line on stderr and exit status 2; otherwise the status is 1 when selection failed
-(whichever backend is explained), else 0. The hint is the verdict's (else the spec's), or
-for a plugin failure of this backend what ``accelhal doctor`` says to do.
-
+The answer is one :class:`~accelhal.cli.output.models.Outcome`, with the evidence and a hint;
 ``generic``, where no backend has that name, is resolved as selection resolves it
-(:func:`accelhal.selection.generic.generic_backend`): the backend of the device ``torch.accelerator``
-reports is explained, its summary saying that ``generic`` stands for it; where none is left
-to the generic backend, the outcome and summary say why (no accelerator: no device; another
-backend serves it: replaced; the plugin blocked or failed; torch cannot load, or is too old: broken;
-several generic backends: ambiguous).
+(:func:`accelhal.selection.generic.generic_backend`). An unknown or ambiguous name exits with 2,
+a failed selection with 1. See ``docs/reference/cli.md``.
 """
 
 from __future__ import annotations

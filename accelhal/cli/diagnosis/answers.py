@@ -1,24 +1,10 @@
 """What the active backend's runtime answers when it is described, checked: one verdict for every command.
 
-``accelhal info`` describes the active backend (its devices, their names and memory);
-``accelhal doctor`` checks the same answers (its ``runtime-answers`` check); ``accelhal check``
-runs the conformance suite, whose tests ask the same members. :func:`runtime_faults` asks each
-member once, as one bounded call (:func:`accelhal.cli.supervision.faults.bounded`), and says
-what was wrong:
-
-- a member that raises, or answers with the wrong type (``device_count()`` answering
-  ``'eight'``) or an impossible value (a negative number of bytes), is a **fault**: ``info``
-  exits 1 naming it, ``doctor`` reports it as ``runtime-error``, and the suite fails;
-- a memory figure (``total_memory``, ``available_memory``) that raises
-  :class:`NotImplementedError` (the contract's :class:`~accelhal.UnsupportedFeatureError`:
-  this backend has no such figure, as a device whose allocator keeps none) cannot answer,
-  which is **no fault**: ``info`` shows the figure as unknown, ``doctor`` finds nothing, the
-  suite skips the test. Every other member must answer.
-
-Example::
-
-    >>> runtime_faults(get_accelerator())
-    Answers(faults=[Fault(call="device_count()", said="answered 'eight' (a str), where an int is expected")], ...)
+:func:`runtime_faults` asks each member ``info`` describes, ``doctor``'s ``runtime-answers``
+check and the conformance suite ask, once, as one bounded call, and returns the faults: a member
+that raises or answers with the wrong type or an impossible value. A memory figure that raises
+:class:`NotImplementedError` (no such figure on this backend) is no fault. See
+``docs/reference/cli.md``, "A runtime's wrong answer gets one verdict".
 """
 
 from __future__ import annotations

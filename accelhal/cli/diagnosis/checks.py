@@ -6,12 +6,6 @@
 the checks after it run. Discovery runs first in a child process
 (:mod:`accelhal.cli.diagnosis.discovery_child`), so that a plugin that ends or hangs a process
 is named and blocked here. No check creates a device context.
-
-Example::
-
-    >>> from accelhal.cli.diagnosis.checks import diagnose
-    >>> diagnose().healthy      # on a machine where all is well
-    True
 """
 
 from __future__ import annotations

@@ -6,12 +6,6 @@ a step outlives ``ACCELHAL_DOCTOR_TIMEOUT``, the step names the plugin, and the 
 with that plugin blocked; each :class:`Fault` says which plugin to block and how. A step that
 hung is declared to the command, which waits on it no more. Why: ``docs/contributing.md``,
 "Discovery in a child".
-
-Example::
-
-    >>> outcome = run_guarded(dict(os.environ), step_limit=60.0)
-    >>> outcome.faults, outcome.completed
-    ([], True)
 """
 
 from __future__ import annotations

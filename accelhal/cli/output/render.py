@@ -1,22 +1,11 @@
 r"""Drawing for the ``accelhal`` command: consoles, tables, colours and JSON.
 
-Everything is drawn with rich. On a terminal, tables get box-drawing lines, labels are bold
-and statuses coloured. ``NO_COLOR`` (set and not empty, as https://no-color.org asks)
-removes the colour and only the colour: bold and the boxes stay, since they are not
-colour and carry the layout. When the output is piped it is plain text with ASCII lines
-and no escape codes at all, so a bug report can paste it as it is. Output is sized for
-an 80-column terminal: long cells and list items wrap under their own text instead of
-widening the table or running back to column 0.
-
-Words accelhal did not write (a probe's reason, a description, a hint, a driver's error, a
-plugin's output) are shown as text: every helper here passes the strings it is given through
-:func:`accelhal.text.visible`, which writes each control character as its escape (``\x1b``,
-``\n``), so that no escape code reaches the terminal and no newline forges a line of the
-command's own. A command builds its lines from these helpers (:func:`text` for a piece of
-styled text, :func:`lines` for a cell of several lines), never from ``rich.text.Text`` of a
-string it was given. ``--json`` keeps the words themselves: JSON escapes the C0 controls, and
-:func:`print_json` escapes the rest of :data:`accelhal.text.CONTROL_CHARACTERS` (``\u009b``),
-so that the document holds no control character raw and reads back to the same strings.
+Everything is drawn with rich, for an 80-column terminal; ``NO_COLOR`` removes the colour only,
+and piped output is plain text. Words accelhal did not write are shown as text: every helper
+passes its strings through :func:`accelhal.text.visible`, so a command builds its lines from
+:func:`text` and :func:`lines`, never from ``rich.text.Text`` of a string it was given;
+:func:`print_json` escapes the controls JSON leaves raw (``\u009b``). See
+``docs/reference/cli.md``, "Layout and colour" and "A plugin's words are shown as text".
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Bound each call the ``accelhal`` command makes into a device's runtime: one that hangs is named, and skipped.
 
 :func:`supervise` runs the command in a *worker* (a ``fork()`` made before ``import torch``) and
-follows its steps (:mod:`accelhal.process.watchdog`) from the process the shell started. A step
-that outlives ``--timeout`` (``ACCELHAL_TIMEOUT``, else 60 s) is named on stderr with its Python
-stack; the worker and all it started are killed, and a new worker goes on with that step failing
-at once (:class:`DeviceCallHungError`), as a call that raised. The exit statuses and the single
-``--json`` document are the command's own. ``SIGINT``, ``SIGTERM`` and ``SIGHUP`` end the command
-and every process it started. How it works: ``docs/contributing.md``, "The command's supervision".
-
-Example::
-
-    $ accelhal --timeout 5 list
-    accelhal: backend 'acme' (its probe) gave no answer within 5 s (--timeout); it is stuck in:
-      File "/site-packages/acme/runtime.py", line 40 in device_count
-      ...
+follows its steps from the process the shell started. A step that outlives ``--timeout`` is named
+on stderr with its stack, the worker and all it started are killed, and a new worker goes on with
+that step failing at once (:class:`DeviceCallHungError`). See ``docs/reference/cli.md``, "A
+runtime that never answers"; how it works: ``docs/contributing.md``, "The command's supervision".
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """What vendor or torch code raises, contained: a finding or one message, never a traceback.
 
-A device's runtime can raise anything from any call (a driver that fails to enumerate its
-devices raises ``RuntimeError`` from ``device_count()``). The commands make such calls
-through :func:`call`, which turns any exception into a :class:`RuntimeCallError` naming the
-device, the call and the exception. :func:`describe` names an exception that no call site
-expected, with the line of accelhal's own code that called out.
-
-Example::
-
-    >>> call("gcu", "torch.accelerator.device_count()", torch.accelerator.device_count)
-    Traceback (most recent call last):
-    RuntimeCallError: the 'gcu' runtime raised in torch.accelerator.device_count(): RuntimeError: ...
+The commands call into a device's runtime through :func:`call`, which turns any exception into a
+:class:`RuntimeCallError` naming the device, the call and the exception. :func:`describe` names an
+exception that no call site expected, with the line of accelhal's own code that called out.
 """
 
 from __future__ import annotations

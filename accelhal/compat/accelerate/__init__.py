@@ -1,24 +1,11 @@
 """Hugging Face Accelerate and transformers' Trainer on any accelhal backend (accelhal's ``accelerate`` extra).
 
-One call, before the first ``Accelerator()``, ``PartialState()`` or ``TrainingArguments()``::
-
-    from accelhal.compat.accelerate import install
-
-    install()                     # Accelerate (and the Trainer) now take the device from accelhal.get_accelerator()
-    accelerator = Accelerator(mixed_precision="bf16")
-
-Accelerate and transformers choose the device with fixed chains of vendor checks; after
-:func:`install` they answer from the active accelhal backend instead: the device and its
-index per process, the device count, the distributed type and communication backend of a
-run under ``accelerate launch`` or ``torchrun``, the memory budget and cache release, the
-device generators in checkpoints, and mixed precision only where the backend autocasts.
-:func:`uninstall` takes it all back; :func:`installed` is both as a context manager. See
-``docs/accelerate.md``.
-
-Importing this module imports neither Accelerate, transformers nor torch, and patches
-nothing; :func:`install` imports Accelerate (transformers' ``TrainingArguments`` is patched
-when transformers is imported, before or after the call). Nothing else in accelhal imports
-Accelerate.
+Public: :func:`install` (before the first ``Accelerator()``, ``PartialState()`` or
+``TrainingArguments()``), :func:`uninstall`, :func:`installed` (both, as a context manager) and
+:func:`is_installed`. Importing this module imports neither Accelerate, transformers nor torch,
+and patches nothing; :func:`install` imports Accelerate (transformers' ``TrainingArguments`` is
+patched when transformers is imported, before or after the call). Nothing else in accelhal
+imports Accelerate. See ``docs/accelerate.md``.
 """
 
 from __future__ import annotations

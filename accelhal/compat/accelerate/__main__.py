@@ -1,16 +1,9 @@
 """``python -m accelhal.compat.accelerate SCRIPT [ARGS]``: a script run with the adapter installed.
 
-For a script that does not call :func:`~accelhal.compat.accelerate.install` itself (an
-example, Accelerate's own test scripts), in every process a launcher starts::
-
-    torchrun --nproc-per-node 2 -m accelhal.compat.accelerate train.py --lr 1e-3
-    accelerate launch -m accelhal.compat.accelerate train.py
-    python -m accelhal.compat.accelerate -m package.module ARGS
-
-The script runs as ``__main__`` with ``sys.argv`` and ``sys.path[0]`` as ``python SCRIPT``
-gives them. A refusal of :func:`install` (a release outside the range, Accelerate not installed)
-is one line on stderr and exit status 2, as ``accelhal ray-resources`` and the DeepSpeed hook
-command refuse theirs: the user's set-up to change (``docs/reference/cli.md``'s exit statuses).
+For a script that does not call :func:`~accelhal.compat.accelerate.install` itself, in every
+process a launcher starts (``-m MODULE`` too). The script runs as ``__main__`` with ``sys.argv``
+and ``sys.path[0]`` as ``python SCRIPT`` gives them. A refusal of :func:`install` is one line on
+stderr and exit status 2. See ``docs/accelerate.md``, "The two lines".
 """
 
 from __future__ import annotations

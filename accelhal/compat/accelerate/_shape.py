@@ -1,16 +1,10 @@
 """What a release of Accelerate or transformers looks like where the adapter touches it.
 
-A member's shape is one line: how the class holds it (``function``, ``builtins.property``,
-``functools.cached_property``, ``transformers.cached_property``), its parameters, and which of
-the attributes watched for it its body uses (``self.<name>``)::
-
-    function (self, cpu, sagemaker_dp, backend)
-    functools.cached_property (self) uses _n_gpu distributed_state use_cpu
-
-:func:`from_source` reads the members from a module's source text (a release's wheel, by
-``scripts/record_accelerate_shapes.py``); :func:`loaded` from the classes and functions loaded
-now (at ``install()``). Both read the parameters and the body from the definition's syntax
-tree, so the two agree for the same release.
+A member's shape is one line: how the class holds it, its parameters, and which of the attributes
+watched for it its body uses. :func:`from_source` reads the members from a module's source text
+(a release's wheel); :func:`loaded` from those loaded now (at ``install()``); both from the
+definition's syntax tree, so the two agree for the same release. The format:
+``docs/contributing.md``, "Release shapes".
 """
 
 from __future__ import annotations

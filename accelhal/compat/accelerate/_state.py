@@ -1,17 +1,10 @@
 """Accelerate's process state on the active backend: device, distributed type, communication backend, precision.
 
-Accelerate decides these in ``PartialState`` with a fixed chain of vendor checks. The
-replacements here answer from the contract instead, and name no vendor:
-
-* ``PartialState.default_device`` and ``set_device``: the backend's device, the process's
-  one by its local rank (:func:`accelhal.compat._placement.process_device`);
-* ``PartialState._prepare_backend``: for a launched run, the backend's
-  ``communication_backend_name()`` (unless the program passed ``backend=``) and
-  Accelerate's multi-process type of the device type (:func:`distributed_type_for`);
-* ``AcceleratorState.__init__``: refuses a mixed precision the backend cannot autocast (on
-  the host, where Accelerate decides itself, it warns that ``fp16`` trains in float32).
-
-``cpu=True`` (``ACCELERATE_USE_CPU``), XLA and SageMaker keep Accelerate's own code.
+Accelerate decides these in ``PartialState`` with a fixed chain of vendor checks; the
+replacements here (``PartialState.default_device``, ``set_device`` and ``_prepare_backend``;
+``AcceleratorState.__init__``) answer from the contract instead, and name no vendor.
+``cpu=True`` (``ACCELERATE_USE_CPU``), XLA and SageMaker keep Accelerate's own code. What each
+answers: ``docs/accelerate.md``, "What comes from the contract".
 """
 
 from __future__ import annotations

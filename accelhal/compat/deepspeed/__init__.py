@@ -1,30 +1,10 @@
 """DeepSpeed on accelhal, and DeepSpeed accelerators in accelhal (accelhal's ``deepspeed`` extra).
 
-Run DeepSpeed on accelhal's active accelerator with one call before ``import deepspeed``::
-
-    from accelhal.compat.deepspeed import install
-
-    install()                       # DeepSpeed now uses accelhal.get_accelerator(), from its first line
-    import deepspeed
-
-    engine, *_ = deepspeed.initialize(model=model, config=config, model_parameters=model.parameters())
-
-In worker processes without that call (torchrun's, DeepSpeed's launcher's, spawned
-children), ``python -m accelhal.compat.deepspeed hook install`` once and
-``ACCELHAL_DEEPSPEED=1`` do the same (see ``docs/migrating-from-deepspeed.md``).
-
-The other way round, use an existing DeepSpeed accelerator class as an accelhal backend
-(from a plugin module's ``accelhal_register_backends`` hook)::
-
-    SPEC = backend_from_deepspeed(
-        "deepspeed.accelerator.cpu_accelerator:CPU_Accelerator",
-        name="dscpu", device_type="cpu", priority=50,
-        probe=lambda: Verdict.available("the host CPU"),
-    )
-
-Importing this module imports neither DeepSpeed nor torch; the functions do, when called
-(``backend_from_deepspeed`` with a ``"module:Class"`` path defers it until the backend
-is selected). Nothing else in accelhal imports DeepSpeed.
+Public: :func:`install` (before ``import deepspeed``), ``as_deepspeed_accelerator`` and
+``backend_from_deepspeed``. Importing this module imports neither DeepSpeed nor torch; the
+functions do, when called (``backend_from_deepspeed`` with a ``"module:Class"`` path defers it
+until the backend is selected). Nothing else in accelhal imports DeepSpeed. See
+``docs/migrating-from-deepspeed.md``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """accelhal -> DeepSpeed: an accelhal accelerator dressed as a ``DeepSpeedAccelerator``.
 
-The adapter class is generated once per process from DeepSpeed's own abstract class
-(:func:`~accelhal.compat.deepspeed._members.deepspeed_members`): every method, property
-and class attribute DeepSpeed declares becomes a member that forwards to the wrapped
-accelhal accelerator and carries DeepSpeed's signature. Written by hand are only the
-members where DeepSpeed's code needs an answer accelhal does not give itself:
-
-* the op builders (``op_builder_dir``, ``get_op_builder``, ``create_op_builder``);
-* the members whose signature in the installed release is not accelhal's (:data:`WRITTEN`,
-  chosen by the release's shape, :mod:`accelhal.compat.deepspeed._releases`);
-* the visible-devices variables where accelhal has none (cpu);
-* the members DeepSpeed reads outside its abstract class (``_name``,
-  ``_communication_backend_name``, ``_compile_backend``, ``communication_backend_version``);
-  any other attribute is looked up on the accelhal accelerator.
-
-Members that the release's shape names as DeepSpeed's own (its pinning dispatch, from the
-release that has it) keep DeepSpeed's implementation. Over an accelerator of the host (device
-type ``cpu``) the adapter answers as DeepSpeed's own ``CPU_Accelerator`` of the release
-(:func:`host_adapter_class`): ``device()`` None, ``get_rss()``, ``create_op_builder(op_name)``, ...
+The adapter class is generated once per process from DeepSpeed's own abstract class: every
+member DeepSpeed declares forwards to the wrapped accelhal accelerator with DeepSpeed's
+signature; only the members DeepSpeed needs and accelhal does not answer are written here
+(:data:`WRITTEN`, by the release's shape). :func:`host_adapter_class` answers as DeepSpeed's
+``CPU_Accelerator`` on the host. See ``docs/migrating-from-deepspeed.md``, sections 2 and 8.
 """
 
 from __future__ import annotations

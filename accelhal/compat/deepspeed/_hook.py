@@ -1,18 +1,10 @@
 """DeepSpeed gets accelhal's accelerator from its first line: an import hook, and the ``.pth`` file that arms it.
 
-:func:`arm` puts a one-shot finder on :data:`sys.meta_path`. When DeepSpeed's
-``deepspeed.accelerator.real_accelerator`` (the module holding DeepSpeed's process-wide
-accelerator) has been executed, and before any other DeepSpeed module asks it for an
-accelerator, the finder calls its ``set_accelerator`` with the adapter. DeepSpeed's own
-detection never runs, and what DeepSpeed captures at import time (its op-builder classes,
-module constants) comes from accelhal.
-
-Worker processes (torchrun's, DeepSpeed's launcher's, multiprocessing spawn/forkserver
-children) start a fresh interpreter; the ``zz-accelhal-deepspeed.pth`` file that
-:func:`write_pth` puts in site-packages arms the hook in each of them when
-``ACCELHAL_DEEPSPEED`` is set. With the variable unset, blank or false (``0``, ``false``,
-``no``, ``off``), the file's one line reads ``os.environ`` and does nothing else: no import,
-no hook.
+:func:`arm` puts a one-shot finder on :data:`sys.meta_path` that gives DeepSpeed's
+``real_accelerator`` module the adapter before any other DeepSpeed module asks it;
+:func:`write_pth` writes ``zz-accelhal-deepspeed.pth``, which arms it in every interpreter when
+``ACCELHAL_DEEPSPEED`` is set, and otherwise only reads ``os.environ``: no import, no hook. See
+``docs/migrating-from-deepspeed.md``, section 3.
 """
 
 from __future__ import annotations

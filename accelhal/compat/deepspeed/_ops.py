@@ -1,21 +1,10 @@
 """DeepSpeed's op builders, built and cached by accelhal.
 
 The adapter's ``get_op_builder`` returns DeepSpeed's own builder class for the device with
-one member replaced: ``jit_load``. DeepSpeed's ``load()`` (an ahead-of-time installed op
-first, then ``jit_load``) and everything else stay DeepSpeed's. ``jit_load`` goes through
-:class:`DeepSpeedOp`, an accelhal :class:`~accelhal.ops.OpBuilder`: a directory of the
-accelhal op cache keyed by the op's inputs, one build across processes under accelhal's
-lock, and a manifest. The compilation itself is DeepSpeed's ``jit_load``, with torch's
-extension directory pointed at that keyed directory, so DeepSpeed's flags are used as
-DeepSpeed computes them.
-
-A cache hit imports the built module: no compiler flags are computed (DeepSpeed's CPU
-builders run a CPU probe of seconds for them), no ``ninja`` is run. The key therefore
-holds what those flags derive from instead: DeepSpeed's version and builder class, the
-source and header contents, the compiler and CUDA variables, the CPU's model and feature
-flags (DeepSpeed's CPU ops are built with ``-march=native``), the CUDA architectures
-(``TORCH_CUDA_ARCH_LIST``, else the visible devices' capabilities), and the torch, Python
-and accelhal versions.
+``jit_load`` replaced: it builds through :class:`DeepSpeedOp`, an accelhal
+:class:`~accelhal.ops.OpBuilder` (a keyed directory of the op cache, one build across processes
+under accelhal's lock), with DeepSpeed's own flags. What the key holds:
+``docs/migrating-from-deepspeed.md``, section 5.
 """
 
 from __future__ import annotations

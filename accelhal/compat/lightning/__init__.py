@@ -1,29 +1,11 @@
 """PyTorch Lightning on any accelhal backend (accelhal's ``lightning`` extra).
 
-Register the accelerator once, then name it like Lightning's own::
-
-    from accelhal.compat.lightning import register
-
-    register()                                        # Trainer(accelerator="accelhal") now resolves
-    trainer = Trainer(accelerator="accelhal", devices=2, precision="bf16-mixed")
-
-or pass an instance, which needs no registration::
-
-    from accelhal.compat.lightning import AccelhalAccelerator
-
-    trainer = Trainer(accelerator=AccelhalAccelerator())          # the active backend
-    trainer = Trainer(accelerator=AccelhalAccelerator("npu"))     # a named one, made active
-
-Every answer comes from the contract (:func:`accelhal.get_accelerator`): devices and
-their count, availability, device set-up, memory statistics, the communication backend
-(:func:`ddp_strategy`). The package's ``lightning.pytorch`` is the default;
-``pytorch_lightning`` (the same code under its older name) has its own class, from
-:func:`accelerator_class` or ``register(package="pytorch_lightning")``.
-
-Supported: ``lightning`` and ``pytorch_lightning`` 2.4.0 to 2.6.6 (any 2.x from 2.4.0);
-another release is refused with :class:`~accelhal.UnsupportedReleaseError` before Lightning
-is imported. Importing this module imports neither Lightning nor torch; the names below do,
-when used. Nothing else in accelhal imports Lightning. See ``docs/lightning.md``.
+Public: :func:`register` (``Trainer(accelerator="accelhal")``), :class:`AccelhalAccelerator`,
+:func:`accelerator_class` (per package: ``lightning.pytorch``, ``pytorch_lightning``) and
+:func:`ddp_strategy`. A Lightning release outside the supported range is refused with
+:class:`~accelhal.UnsupportedReleaseError` before Lightning is imported. Importing this module
+imports neither Lightning nor torch; the names below do, when used. Nothing else in accelhal
+imports Lightning. See ``docs/lightning.md``.
 """
 
 from __future__ import annotations

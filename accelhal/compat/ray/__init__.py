@@ -1,36 +1,10 @@
 """Ray on any accelhal backend (accelhal's ``ray`` extra): resources, the process group, the device.
 
-On each node, advertise the backend's devices to Ray (``accelhal ray-resources`` prints the
-options for ``ray start``)::
-
-    ray start --address=HEAD:6379 $(accelhal ray-resources --args)
-
-then train with Ray's own ``TorchTrainer``::
-
-    from accelhal.compat import ray as accelhal_ray
-
-    def train_loop(config):
-        device = accelhal_ray.device()                    # this worker's device
-        model = ray.train.torch.prepare_model(model, move_to_device=device)
-        loader = ray.train.torch.prepare_data_loader(loader, move_to_device=False)
-        for x, y in loader:
-            x, y = x.to(device), y.to(device)
-            ...
-
-    trainer = TorchTrainer(
-        train_loop,
-        torch_config=accelhal_ray.torch_config(),         # the process group on the backend's collectives
-        scaling_config=ScalingConfig(num_workers=4, resources_per_worker={"NPU": 1}),
-    )
-
-A backend's Ray resource is Ray's own name where one of Ray's accelerator managers owns the
-visible-devices variable the backend declares (``CUDA_VISIBLE_DEVICES``: ``GPU``,
-``ASCEND_RT_VISIBLE_DEVICES``: ``NPU``, ...), else the backend's name (``mlu``, the generic
-backend's device type); see :func:`resource_name`. Importing this module imports neither Ray
-nor torch; the functions do, when called, once they have checked that the installed Ray is in
-the range the adapter supports (``docs/ray.md``; an :class:`~accelhal.UnsupportedReleaseError`
-names the installed release and the range otherwise). Nothing else in accelhal imports Ray but the
-``accelhal ray-resources`` command. See ``docs/ray.md``.
+Public: :func:`resource_name`, :func:`node_resources`, :func:`ray_start_arguments`,
+:func:`torch_config` and :func:`device`. Importing this module imports neither Ray nor torch;
+the functions do, when called, once they have checked that the installed Ray is in the range
+the adapter supports (else :class:`~accelhal.UnsupportedReleaseError`). Nothing else in
+accelhal imports Ray but the ``accelhal ray-resources`` command. See ``docs/ray.md``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """SGLang on any accelhal backend: an SGLang platform plugin built from the accelhal contract.
 
-accelhal registers :func:`activate` in SGLang's ``sglang.srt.platforms`` entry-point group. In
-every SGLang process the plugin's cheap probe decides (:func:`decide`, by the rules vLLM's
-bridge follows too): where accelhal's active backend is a device SGLang has no platform for,
-SGLang runs on ``AccelhalPlatform``, whose every member is answered by the backend's contract,
-its spec, or the :class:`SglangKit` its plugin returns from the ``accelhal_sglang_kit`` hook
-(the table: ``MEMBERS``). ``ACCELHAL_SGLANG_PLATFORM`` (``auto``, ``on``, ``off``) forces it.
-Where SGLang's own platform serves the device (cuda, xpu, npu, musa, mps; cpu under
-``SGLANG_USE_CPU_ENGINE=1`` unless forced) or the vendor's own SGLang plugin answers, the bridge
-stays out. ``docs/sglang.md`` has the details.
-
-Example::
-
-    $ ACCELHAL_SGLANG_PLATFORM=on python -m sglang.launch_server --model-path ./model
-    >>> from accelhal.compat.sglang import decide
-    >>> decide().rule
-    'device'
+accelhal registers :func:`activate` in SGLang's ``sglang.srt.platforms`` entry-point group; its
+cheap probe (:func:`decide`, by the rules of vLLM's bridge) answers where accelhal's active
+backend is a device SGLang has no platform for, and SGLang then runs on ``AccelhalPlatform``,
+whose members the backend's contract, its spec or its plugin's :class:`SglangKit` answer (the
+table: ``MEMBERS``). ``ACCELHAL_SGLANG_PLATFORM`` (``auto``, ``on``, ``off``) forces it. See
+``docs/sglang.md``.
 """
 
 from __future__ import annotations

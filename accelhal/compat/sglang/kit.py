@@ -1,24 +1,10 @@
 """What a device adds for SGLang beyond the accelhal contract: :class:`SglangKit`, answered by ``accelhal_sglang_kit``.
 
-A plugin whose device needs its own attention backend, kernels or graph runner in SGLang
-implements the :func:`accelhal.discovery.hooks.accelhal_sglang_kit` hook and returns a kit for its
-backend, beside the ``accelhal_vllm_kit`` it may return for vLLM. Every field is optional: what
-a kit leaves empty is SGLang's portable path (its ``torch_native`` attention, the in-tree KV
-pools and allocator, each layer's ``forward_native``, no graph capture), which a device runs
-through torch's own operators and its CPU fallback. Names are qualified names that SGLang
-imports in its own processes (the attention backend is a name in SGLang's attention registry,
-which the kit's kernel modules may extend): a kit imports nothing itself.
-
-Example::
-
-    from accelhal import hookimpl
-    from accelhal.compat.sglang import SglangKit
-
-    @hookimpl
-    def accelhal_sglang_kit(backend):
-        if backend != "mydev":
-            return None
-        return SglangKit(attention_backend="mydev_attn", kernels=("my_pkg.sglang.ops",), fused_op_key="mydev")
+A plugin returns a kit for its backend from the :func:`accelhal.discovery.hooks.accelhal_sglang_kit`
+hook, beside its ``accelhal_vllm_kit``. Every field is optional: what a kit leaves empty is
+SGLang's portable path. Names are qualified names (the attention backend a name in SGLang's
+attention registry) that SGLang imports in its own processes: a kit imports nothing itself. See
+``docs/sglang.md``, "The hook for attention and kernels".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """vLLM on any accelhal backend: a vLLM platform plugin built from the accelhal contract.
 
 accelhal registers :func:`platform_plugin` in vLLM's ``vllm.platform_plugins`` entry-point
-group. In every vLLM process the plugin's cheap probe decides (:func:`decide`): where
-accelhal's active backend is a device vLLM has no platform for, vLLM runs on
-``AccelhalPlatform``, whose every member is answered by the backend's contract, its spec, or
-the :class:`VllmKit` its plugin returns from the ``accelhal_vllm_kit`` hook (the table:
-``MEMBERS``). ``ACCELHAL_VLLM_PLATFORM`` (``auto``, ``on``, ``off``) forces it. Where
-vLLM's own platform serves the device (cuda, rocm, xpu, tpu; cpu unless forced) or the
-vendor's own vLLM plugin answers, the bridge stays out. ``docs/vllm.md`` has the details.
-
-Example::
-
-    $ ACCELHAL_VLLM_PLATFORM=on vllm serve ./model      # vLLM on accelhal's active backend
-    >>> from accelhal.compat.vllm import decide
-    >>> decide().reason
-    "vLLM's CpuPlatform serves cpu (set ACCELHAL_VLLM_PLATFORM=on to use the bridge)"
+group; its cheap probe (:func:`decide`) answers where accelhal's active backend is a device vLLM
+has no platform for, and vLLM then runs on ``AccelhalPlatform``, whose members the backend's
+contract, its spec or its plugin's :class:`VllmKit` answer (the table: ``MEMBERS``).
+``ACCELHAL_VLLM_PLATFORM`` (``auto``, ``on``, ``off``) forces it. See ``docs/vllm.md``.
 """
 
 from __future__ import annotations

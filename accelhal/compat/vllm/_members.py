@@ -1,20 +1,9 @@
 """Which accelhal fact answers each member of vLLM's ``Platform``: ``MEMBERS``, the one table.
 
-Every member of ``vllm.platforms.interface.Platform`` has one row. Its :class:`Answer` names
-where the bridge takes the member from:
-
-- ``contract``: the active backend's :class:`accelhal.Accelerator` member named in ``by``;
-- ``spec``: the backend's :class:`accelhal.BackendSpec` field named in ``by``;
-- ``kit``: the :class:`~accelhal.compat.vllm.VllmKit` field named in ``by``, which a plugin's
-  ``accelhal_vllm_kit`` hook returns; where the kit leaves it empty, vLLM's portable path;
-- ``portable``: vLLM's portable path, its ``CpuPlatform``'s member (the host kernels, attention and
-  worker that a device runs through its CPU fallback);
-- ``vllm``: vLLM's own ``Platform`` default, which reads only other members (``is_cpu`` reads
-  ``_enum``) or is the same for every device.
-
-``tests/compat/vllm/test_members.py`` checks the table against the installed vLLM's ``Platform``:
-a member vLLM adds that the table does not cover fails it, and so does a built class whose member
-is not what its row says.
+Every member of ``vllm.platforms.interface.Platform`` has one row, an :class:`Answer` naming
+where the bridge takes it from (``contract``, ``spec``, ``kit``, ``portable`` or ``vllm``:
+:mod:`accelhal.compat._members`). ``tests/compat/vllm/test_members.py`` checks the table against
+the installed vLLM. See ``docs/vllm.md``, "Which fact answers each member".
 """
 
 from __future__ import annotations

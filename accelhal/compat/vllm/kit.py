@@ -1,25 +1,9 @@
 """What a device adds for vLLM beyond the accelhal contract: :class:`VllmKit`, answered by ``accelhal_vllm_kit``.
 
-A plugin whose device needs its own attention backend or kernels in vLLM implements the
-:func:`accelhal.discovery.hooks.accelhal_vllm_kit` hook and returns a kit for its backend. Every
-field is optional: what a kit leaves empty is vLLM's portable path (its host kernels,
-attention backend, worker and communicator, which a device runs through its CPU fallback).
-Names are qualified names (``"package.module.Class"``) that vLLM imports in its own
-processes: a kit imports nothing itself.
-
-Example::
-
-    from accelhal import hookimpl
-    from accelhal.compat.vllm import VllmKit
-
-    @hookimpl
-    def accelhal_vllm_kit(backend):
-        if backend != "mydev":
-            return None
-        return VllmKit(
-            attention_backend="my_pkg.vllm.attention.MyAttentionBackend",
-            kernels=("my_pkg.vllm.ops",),
-        )
+A plugin returns a kit for its backend from the :func:`accelhal.discovery.hooks.accelhal_vllm_kit`
+hook. Every field is optional: what a kit leaves empty is vLLM's portable path. Names are
+qualified names that vLLM imports in its own processes: a kit imports nothing itself. See
+``docs/vllm.md``, "The hook for attention and kernels".
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """accelhal's built-in op builders, contributed through the same hook a third-party plugin uses.
 
-Registered by accelhal's own ``pyproject.toml``::
-
-    [project.entry-points.accelhal]
-    builtin_ops = "accelhal_backends.builtin_ops"
-
-Importing this package imports no torch and no compiler. Builders:
-
-- ``FusedAdamWBuilder`` for ``cpu`` (C++, :mod:`.cpu`) and ``cuda`` (a CUDA kernel, :mod:`.cuda`):
-  an in-place AdamW step over flat float32 tensors, the arithmetic of ``torch.optim.AdamW``
-  in one pass. ``module.adamw_step(param, grad, exp_avg, exp_avg_sq, lr, beta1, beta2, eps,
-  weight_decay, step)``.
+Registered by accelhal's own ``pyproject.toml`` (entry point ``builtin_ops``). Importing this package imports no
+torch and no compiler. Builders: ``FusedAdamWBuilder`` for ``cpu`` (C++, :mod:`.cpu`) and ``cuda`` (a CUDA
+kernel, :mod:`.cuda`). See ``docs/ops.md``, "Built-in ops".
 """
 
 from __future__ import annotations

@@ -1,19 +1,8 @@
 """The cpu accelerator: torch's CPU tensors, with memory figures from the process.
 
-Differences from DeepSpeed's ``CPU_Accelerator``, on purpose:
-
-* ``current_device()`` is always an ``int`` (DeepSpeed returns the raw ``LOCAL_RANK``
-  string); a malformed ``LOCAL_RANK`` raises :class:`~accelhal.ConfigurationError`.
-* ``device()`` is ``torch.device("cpu")``, not ``None``.
-* the figures are ``int`` bytes of the process's resident set; on Linux the peaks are the
-  kernel's (``VmHWM``), which sees memory used and freed between two calls; elsewhere, and
-  where ``/proc/self/clear_refs`` cannot be written, they are the highest value sampled by any
-  memory call since the last reset (as in DeepSpeed).
-* ``visible_devices_envs()`` is empty: no variable restricts which CPU a process sees.
-
-As in DeepSpeed, a "device" is a local rank: ``device_count()`` is the launcher's
-``LOCAL_SIZE``/``LOCAL_WORLD_SIZE`` when set, else the number of NUMA nodes with CPUs,
-and every device name is plain ``"cpu"`` (torch has one CPU device type, no index).
+:class:`CpuAccelerator` is the fallback backend. As in DeepSpeed, a "device" is a local rank, and every device
+name is plain ``"cpu"``. Importing this module imports torch; psutil is imported at the first memory figure.
+What each member answers, and where it differs from DeepSpeed's ``CPU_Accelerator``: ``docs/backends.md``, "cpu".
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """The cuda accelerator: ``torch.cuda`` on NVIDIA (CUDA) and AMD (ROCm, reported as HIP) GPUs.
 
-What differs from the shared :class:`~accelhal.contract.device_module.DeviceModuleAccelerator`, and
-the DeepSpeed defects fixed on the way:
-
-* ``available_memory`` is the driver's free figure from ``torch.cuda.mem_get_info`` (shared
-  base): no NVML handle, no parsing of ``CUDA_VISIBLE_DEVICES`` (UUID values work).
-* ``is_fp16_supported``/``is_bf16_supported`` are False without a device (DeepSpeed says True),
-  bf16 never counts emulation, fp16 needs compute capability 7 (6.x with
-  ``DS_ALLOW_DEPRECATED_FP16=1``, as in DeepSpeed).
-* Triton: compute capability >= 8 and ``triton`` importable.
-* NVTX ranges through ``torch.cuda.nvtx``; ``supports_nvtx_domain`` is True only where the
-  ``nvtx`` package (which has domains) is installed.
-* Host registration through ``torch.cuda.cudart().cudaHostRegister``.
-* ROCm: ``vendor_versions()`` and descriptions say HIP, Triton grouped GEMM is not preferred.
-* ``vendor_versions()["flavour"]`` names the CUDA flavour (NVIDIA CUDA, AMD ROCm, Hygon DCU,
-  MetaX, Iluvatar: :mod:`accelhal_backends.cuda.flavour`), refined by the device names once
-  the runtime is initialised; ``accelhal info`` shows it with the versions.
+:class:`CudaAccelerator` is the shared :class:`~accelhal.contract.device_module.DeviceModuleAccelerator` but for
+what differs on cuda: fp16/bf16 support, Triton, NVTX ranges, host registration, ROCm's answers and the CUDA
+flavour in ``vendor_versions()``. Importing this module imports torch. Each difference, and the DeepSpeed
+defects fixed on the way: ``docs/backends.md``, "cuda" and "DeepSpeed defects fixed".
 """
 
 from __future__ import annotations

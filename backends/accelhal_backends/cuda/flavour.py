@@ -1,28 +1,10 @@
 """Who answers ``torch.cuda``, and which CUDA it is.
 
-``torch.cuda`` does not always mean NVIDIA:
-
-* ROCm builds of torch answer it for AMD GPUs (``torch.version.hip`` is set);
-* CUDA-compatible vendor builds of torch answer it for their own GPUs (MetaX, Hygon DCU,
-  Iluvatar CoreX), each recognisable by what its build or its devices say;
-* packages replace its functions so that CUDA code runs on their devices: torch_npu's
-  ``transfer_to_npu``, Biren's torch_supa (from torch's device-backend autoload),
-  Moore Threads' torchada, DeepLink's mock-cuda mode. Then ``torch.cuda.device_count`` is
-  the other runtime's function, and the devices are that runtime's.
-
-:func:`replacements` finds the functions of ``torch.cuda`` that are not torch's own, with the
-module, file and installed distribution each comes from; :func:`flavour` names the CUDA of
-this torch build. Neither calls into the runtime: nothing here initialises CUDA (only
-attributes, ``torch.__version__``, functions' modules and files, and device names a caller
-already has are read).
-
-Example::
-
-    >>> import torch
-    >>> flavour(torch).label
-    'NVIDIA CUDA 12.8'
-    >>> replacements(torch)           # torch_npu.contrib.transfer_to_npu imported
-    [Replacement(member='device_count', module='torch_npu.npu.utils', ...)]
+:func:`replacements` finds the functions of ``torch.cuda`` that another package replaced (torch_npu's
+``transfer_to_npu``, torch_supa, torchada, ...), with the module, file and installed distribution each comes
+from; :func:`flavour` names the CUDA of this torch build (NVIDIA, AMD ROCm, Hygon DCU, MetaX, Iluvatar).
+Neither initialises CUDA: only attributes, functions' modules and files, and device names a caller already has
+are read. The signals, and an example: ``docs/backends.md``, "CUDA flavours".
 """
 
 from __future__ import annotations

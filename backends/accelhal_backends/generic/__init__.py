@@ -1,17 +1,10 @@
 """The generic backend: the accelerator torch itself reports, when no named backend claims its device type.
 
-``torch.accelerator.current_accelerator()`` names the device type of the process's
-accelerator (a PrivateUse1 device under its renamed type included: ``gcu``, ``musa``,
-``rbln`` ...) without initialising it. When torch reports one, this plugin registers a
-backend under that device type's own name (``ACCELHAL_ACCELERATOR=gcu``), below every
-named backend and above cpu; any other backend registered for the same device type
-wins over it. Its members go through ``torch.accelerator`` and the device module
-``torch.get_device_module(<type>)`` (see :mod:`accelhal_backends.generic.accelerator`).
-
-Unlike the named backends, the registration asks torch: the device type is a fact only
-torch knows. It imports torch (once per process, through :mod:`accelhal.process.torch_import`) only
-where an out-of-tree device can be there: torch already loaded, or a ``torch.backends``
-entry point installed for torch's device autoload. Importing this module imports nothing.
+Registers a backend under that device type's own name, below every named backend and above cpu; its members are
+:mod:`accelhal_backends.generic.accelerator`'s. Importing this module imports nothing; the registration imports
+torch (once per process, through :mod:`accelhal.process.torch_import`) only where an out-of-tree device can be
+there: torch already loaded, or a ``torch.backends`` entry point installed for torch's device autoload. See
+``docs/backends.md``, "The generic backend".
 """
 
 from __future__ import annotations

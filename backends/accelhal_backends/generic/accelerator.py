@@ -1,30 +1,10 @@
 """The generic accelerator: the contract over ``torch.accelerator`` and the device's own module.
 
-One class per device type, built on first use as ``classes.<device type>`` (the spec
-names it lazily as ``"accelhal_backends.generic.accelerator:classes.<type>"``).
-
-Where each member goes:
-
-* devices, synchronisation, current streams and memory figures: ``torch.accelerator``
-  (``current_device_index``, ``set_device_index``, ``synchronize``, ``current_stream``,
-  ``memory_allocated`` ... ``get_memory_info``), which every torch accelerator serves;
-* RNG, device names, ``is_bf16_supported`` and lazy calls: the device module
-  ``torch.get_device_module(<type>)`` where it has them; a missing RNG function raises
-  :class:`~accelhal.UnsupportedFeatureError` naming it;
-* streams and events: torch's generic ``torch.Stream`` (a context manager) and
-  ``torch.Event``, served by the device's guard, with ``torch.accelerator.current_stream``;
-  ``default_stream(i)`` is the current stream a new thread sees on device ``i`` (a
-  thread's current stream starts as the device's default stream), read once;
-* dtypes: ``torch.accelerator.get_device_capability()["supported_dtypes"]`` where the
-  device answers it;
-* collectives: what ``torch.distributed`` has registered for the device type, else ``""``.
-
-Capabilities: streams and events are what torch's accelerator concept gives every
-accelerator (``torch.Stream``/``torch.Event`` over the device's guard). Event timing,
-pinning, device memory figures and graphs (``torch.accelerator.Graph``) are found by
-trying each once, on the first read of :attr:`capabilities` (which therefore uses the
-current device); what fails is absent and answered by the contract's conventions
-(``create_graph()`` is ``None``, ``pin_memory`` returns the tensor, ...).
+Public here: :class:`GenericAccelerator`, and ``classes.<device type>``, its class for one device type, built on
+first use (the spec names it lazily as ``"accelhal_backends.generic.accelerator:classes.<type>"``). Event
+timing, pinning, device memory figures and graphs are tried once, on the first read of ``capabilities`` (which
+therefore uses the current device). Importing this module imports torch. What each member calls, and what a
+device must provide: ``docs/backends.md``, "The generic backend".
 """
 
 from __future__ import annotations

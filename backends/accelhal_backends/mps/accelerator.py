@@ -1,16 +1,9 @@
 """The mps accelerator: PyTorch's MPS backend as it really is.
 
-One device (index 0); events, ``synchronize``, seeding and RNG state, memory figures
-(``current_allocated_memory``, ``driver_allocated_memory``, ``recommended_max_memory``),
-``set_per_process_memory_fraction``; float16 always, bfloat16 on macOS 14 and later, no
-float64. No user streams and no graphs: ``Stream`` is ``None``, ``stream(s)`` a no-op
-context, ``create_graph()`` ``None`` — and the capabilities say so. Memory is unified, so
-pinning is a no-op. MPS initialises eagerly, so ``lazy_call`` runs the callback at once
-(DeepSpeed dropped it). ``current_device()`` is the int ``0`` (DeepSpeed returned a
-``torch.device``); ``initial_seed()`` and ``default_generator()`` answer (DeepSpeed: ``None``).
-
-torch.mps keeps no peak figures: ``max_memory_allocated``/``max_memory_reserved`` are the
-highest values seen by any memory call since the last reset, as on the cpu backend.
+:class:`MpsAccelerator` has one device (index 0) and no user streams or graphs (``Stream`` is ``None``,
+``create_graph()`` ``None``; the capabilities say so); memory is unified, so pinning is a no-op, and the peaks
+are sampled, as on the cpu backend. Importing this module imports torch. What each member answers:
+``docs/backends.md``, "mps".
 """
 
 from __future__ import annotations

@@ -1,32 +1,10 @@
 """The xla accelerator: torch_xla's lazy tensors on one PJRT client (XLA's CPU client, a TPU, a plugin).
 
-Where each member goes:
-
-* devices: ``torch_xla.device_count()``; the current device is torch_xla's default device
-  (``torch_xla.device()``), which ``set_device(i)`` sets through ``torch_xla.device(i)``;
-  descriptions are the runtime's device and its kind (``"CPU:0 (cpu)"``, ``"TPU:0 (TPU v4)"``).
-  These start torch_xla's runtime (the PJRT client) as torch_xla's own calls do;
-  constructing the accelerator, ``is_available()`` and the identity members do not.
-* ``synchronize``: ``torch_xla.sync(wait=True)`` on the device (cuts the pending lazy graph,
-  compiles and runs it, and waits), then ``xm.wait_device_ops()`` for every queued execution.
-* RNG: torch_xla keeps one 64-bit seed per device (``xm.get_rng_state``/``set_rng_state``),
-  not a ``torch.Generator``. ``get_rng_state()`` is that seed as 8 little-endian bytes
-  (``torch.uint8``), which ``set_rng_state`` takes back; ``initial_seed()`` is the seed last
-  given to ``manual_seed``/``manual_seed_all`` here (torch_xla's own starting seed, 101,
-  before that); ``default_generator()`` raises :class:`~accelhal.UnsupportedFeatureError`
-  (``torch.Generator(device="xla")`` raises "XLA device type not an accelerator").
-* memory: on a device client, ``xm.get_memory_info`` (``bytes_used``, ``peak_bytes_used``,
-  ``bytes_limit``; reserved equals used, PJRT reports no separate reserve); on XLA's CPU
-  client, whose buffers are host memory and which keeps no allocator statistics
-  ("GetAllocatorStats is not supported"), the cpu backend's figures (the process's resident
-  set), and the capability ``device-memory-stats`` is not declared.
-* dtypes: a dtype is supported where a tensor of it round-trips through the device (tried once).
-* absent, by the contract's conventions: streams (``Stream`` is ``None``, ``stream(s)`` a no-op
-  context), events (``Event`` is ``None``; ``use_host_timers()`` is True), graphs
-  (``create_graph()`` is ``None``: XLA compiles every step itself), pinning (``pin_memory(t)``
-  returns ``t``), host registration, profiler ranges.
-* collectives: ``xla``, torch_xla's process-group backend (registered when torch_xla is imported).
-* ``torch.compile``: ``openxla``.
+Public here: :class:`XlaAccelerator`. Importing this module imports torch, not torch_xla; constructing the
+accelerator imports torch_xla, and neither that, ``is_available()`` nor the identity members start torch_xla's
+runtime (the PJRT client); the device members do, as torch_xla's own calls do. Streams, events, graphs, pinning
+and ``default_generator()`` are absent, by the contract's conventions. How each member maps onto torch_xla:
+``docs/backends.md``, "xla".
 """
 
 from __future__ import annotations

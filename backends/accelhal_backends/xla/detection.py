@@ -1,31 +1,10 @@
 """Which XLA device a process would get, read without starting torch_xla's runtime.
 
-torch_xla runs on one PJRT client per process, named by ``PJRT_DEVICE`` (``CPU``, ``TPU``,
-or a plugin's name: ``NEURON``, ``XPU``, ...; torch_xla reads the part before the first
-``_``). When ``PJRT_DEVICE`` is unset, ``import torch_xla`` writes it: ``TPU`` where libtpu
-and a TPU chip are found, ``NEURON`` where libneuronxla is installed, else ``CPU`` with the
-warning "Defaulting to PJRT_DEVICE=CPU". accelhal does not take that CPU fallback for a
-device: torch_xla merely installed, beside CUDA or on a plain host, must not turn a GPU or
-CPU job into an XLA one.
-
-So the probe reads, in order, and imports nothing until a device is found:
-
-1. ``PJRT_DEVICE``; when unset, a TPU as torch_xla looks for one (a PCI device of Google's
-   vendor id with a TPU device id under ``/sys/bus/pci/devices``, and libtpu) — else
-   ``no-device``, naming ``PJRT_DEVICE=CPU`` as the way to run on XLA's CPU client;
-2. that the name is a PJRT client torch_xla has (``CPU``, ``TPU``, or a ``torch_xla.plugins``
-   entry point) — else ``broken``;
-3. the devices: ``CPU_NUM_DEVICES`` for the CPU client (default 1), the TPU chips attached
-   (and libtpu) for ``TPU``; a plugin's devices are counted only by its runtime;
-4. ``import torch_xla`` — a torch_xla that cannot load (built for another torch) is ``broken``.
-
-The runtime (the PJRT client) is never started: after probing,
-``torch_xla._XLAC._xla_runtime_is_initialized()`` is False, so a forked child or a worker
-that ``xmp.spawn`` starts can still open a TPU. The import in step 4 costs what
-``import torch_xla`` costs (seconds; ``docs/backends.md`` gives the figure) and has
-torch_xla's own side effects: it sets ``XLA_FLAGS``, ``TF_CPP_MIN_LOG_LEVEL``,
-``GRPC_VERBOSITY`` and ``PJRT_DYNAMIC_PLUGINS`` where unset, configures the root logger,
-and changes two ``torch._dynamo`` settings. Steps 1-3 take microseconds and import nothing.
+:func:`probe` reads ``PJRT_DEVICE`` (unset: looks for a TPU as torch_xla does), checks the client's name and
+counts its devices without importing anything, and only then imports torch_xla; it never takes torch_xla's
+fallback to its CPU client for a device. The runtime (the PJRT client) is never started, so a forked child or
+an ``xmp.spawn`` worker can still open a TPU. Importing this module imports neither torch nor torch_xla;
+importing torch_xla costs seconds and has torch_xla's own side effects. See ``docs/backends.md``, "xla".
 """
 
 from __future__ import annotations
