@@ -143,7 +143,7 @@ ADAPTER_TESTS = Path(__file__).resolve().parent / "compat"
 
 DEVICE_TESTS = Path(__file__).resolve().parent / "privateuse1"
 """Every test under this directory runs on the test tree's device, a C++ extension, mostly in processes of its own
-(marked ``slow``: the README's suite leaves them to ``nox -s slow``, CI to the core suite at both ends)."""
+(marked ``slow``: the README's suite leaves them out)."""
 
 ADAPTER_FRAMEWORKS = (
     "deepspeed",

@@ -35,7 +35,7 @@ from tests.cluster_launch import (
 )
 from tests.venvs import prefix_install
 
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # processes of their own for seconds each
 
 MPICH = "mpich==5.0.2"
 

@@ -19,7 +19,7 @@ from tests.cluster_launch import PYTHON, WORKER, clean_env, free_port, records, 
 from tests.distributed_cluster_worker import fold
 from tests.torch_features import needs_gloo_teardown_after_restart
 
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # processes of their own for seconds each
 
 NODES, PER_NODE, STEPS, KILL_AT = 2, 2, 8, 3
 WORLD = NODES * PER_NODE

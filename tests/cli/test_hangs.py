@@ -19,7 +19,7 @@ import pytest
 from tests.cli.conftest import Result
 from tests.cli.launch import RAY_COMMANDS, Launcher, install_hanging_plugin
 
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # processes of their own for seconds each
 
 COMMANDS = (
     ("info",),

@@ -24,7 +24,7 @@ from tests.cli.launch import Launcher, tree, wait_for
 from tests.distributions import lay_out
 from tests.plugin_sources import backend_plugin
 
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # processes of their own for seconds each
 
 LEAVING = """
 import multiprocessing

@@ -17,7 +17,7 @@ from tests.cli.conftest import Result, run_accelhal
 from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin
 
-pytestmark = pytest.mark.slow  # a second or two of deadline in each command: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # a second or two of deadline in each command
 
 LATE = """
 import os

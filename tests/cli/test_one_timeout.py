@@ -23,7 +23,7 @@ from tests.conftest import InstallDistribution
 from tests.plugin_sources import backend_plugin, python_device
 from tests.torch_features import needs_generic_backend
 
-# seconds of deadline, fresh interpreters: CI runs it in the core suite at both ends; the generic backend's device
+# seconds of deadline, fresh interpreters; the device is the generic backend's
 pytestmark = [pytest.mark.slow, needs_generic_backend]
 
 NEVER = """

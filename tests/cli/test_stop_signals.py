@@ -25,7 +25,7 @@ import pytest
 from tests.cli.conftest import Result
 from tests.cli.launch import RAY_COMMANDS, Launcher, install_hanging_plugin, left_running, tree, wait_for
 
-pytestmark = pytest.mark.slow  # processes of their own for seconds each: CI runs it in the core suite at both ends
+pytestmark = pytest.mark.slow  # processes of their own for seconds each
 
 COMMANDS = (
     ("info",),
