@@ -91,24 +91,49 @@ print(accelhal.get_accelerator().name)
 """
 
 
-@pytest.mark.parametrize(("body", "told"), [(OLD_STYLE, True), (MOVED, False)])
+BODIES = pytest.mark.parametrize(("body", "told"), [(OLD_STYLE, True), (MOVED, False)])
+"""The plugin's class before the move (told) and after it (not told)."""
+
+
+def _run_beside_plugin(
+    install_distribution: InstallDistribution, body: str, *arguments: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``python *arguments`` in a fresh process with the loop plugin (its class body ``body``) installed."""
+    dist_info = install_distribution("loop-accel", {"loop_plugin": PLUGIN.format(body=body)}, {"loop": "loop_plugin"})
+    result = subprocess.run(
+        [sys.executable, *arguments],
+        env={**_environ(), "PYTHONPATH": str(dist_info.parent)},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    return result, dist_info.parent / "loop_plugin.py"
+
+
+@BODIES
 def test_an_installed_plugin_is_told_once_per_process(
     install_distribution: InstallDistribution, body: str, told: bool
 ) -> None:
     """In a fresh process that shows deprecations, a plugin declaring ``_name`` is told once; selection works."""
-    dist_info = install_distribution("loop-accel", {"loop_plugin": PLUGIN.format(body=body)}, {"loop": "loop_plugin"})
-    result = subprocess.run(
-        [sys.executable, "-W", "default::DeprecationWarning", "-c", SELECT_TWICE],
-        env={**_environ(), "PYTHONPATH": str(dist_info.parent)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    result, _ = _run_beside_plugin(install_distribution, body, "-W", "default::DeprecationWarning", "-c", SELECT_TWICE)
     assert result.stdout.split() == ["loop", "loop"]
-    assert result.stderr.count("DeprecationWarning") == told, result.stderr
+    assert result.stderr.count("IdentityDeclarationWarning") == told, result.stderr
     if told:
-        assert "loop_plugin.py:9: DeprecationWarning: LoopAccelerator declares" in result.stderr
+        assert "loop_plugin.py:9: IdentityDeclarationWarning: LoopAccelerator declares" in result.stderr
+
+
+@BODIES
+def test_accelhal_check_tells_the_plugins_author(
+    install_distribution: InstallDistribution, body: str, told: bool
+) -> None:
+    """``accelhal check`` shows the warning Python hides outside ``__main__``, as a note on stderr, not in its JSON."""
+    command = ("-m", "accelhal", "check", "loop", "--json", "--", "-k", "test_name")
+    result, plugin = _run_beside_plugin(install_distribution, body, *command)
+    assert '"backend": "loop"' in result.stdout and "declares" not in result.stdout
+    note = f"accelhal: note: {plugin}:9: LoopAccelerator declares its backend's identity"
+    assert (note in result.stderr) is told, result.stderr
+    assert result.stderr.count("declares its backend's identity") == told, result.stderr
 
 
 def test_no_class_accelhal_ships_or_documents_is_told() -> None:

@@ -687,6 +687,14 @@ IDENTITY_REFUSED_FROM = CONTRACT_VERSION + 1
 """The contract version from which a class that declares an identity attribute is refused (it warns until then)."""
 
 
+class IdentityDeclarationWarning(DeprecationWarning):
+    """Warned, once, at the class statement of an accelerator class whose body declares its backend's identity.
+
+    ``accelhal check`` shows it; elsewhere it is a ``DeprecationWarning`` like any other (``docs/plugins.md``,
+    "Identity").
+    """
+
+
 def _tell_of_class_identity(cls: type) -> None:
     """Warn, once for ``cls``, where its own body declares identity attributes: they belong in its spec.
 
@@ -710,7 +718,7 @@ def _tell_of_class_identity(cls: type) -> None:
         f"a backend's identity belongs in its BackendSpec only, and contract version {IDENTITY_REFUSED_FROM} "
         f"will refuse such a class. Move them: give the BackendSpec {fields}, remove the attributes and write "
         "`spec = <that BackendSpec>` in the class body (docs/plugins.md, 'Identity')",
-        DeprecationWarning,
+        IdentityDeclarationWarning,
         frame.f_code.co_filename,
         frame.f_lineno,
         module=module or "<unknown>",

@@ -17,6 +17,7 @@ import importlib.util
 import io
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
@@ -233,10 +234,29 @@ def run_check(
     )
 
 
+def resolve_and_tell(name: str | None) -> str:
+    """:func:`resolve_backend`, telling on stderr where the backend's class declares its identity (deprecated).
+
+    Python hides a ``DeprecationWarning`` raised outside ``__main__``, and the class statement that
+    raises this one is a plugin's: ``check`` is where its author looks, so it shows it as a note.
+    """
+    from accelhal.contract.accelerator import IdentityDeclarationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IdentityDeclarationWarning)
+        backend = resolve_backend(name)
+    for told in caught:
+        if issubclass(told.category, IdentityDeclarationWarning):
+            render.note(f"{told.filename}:{told.lineno}: {told.message}")
+        else:  # what Python would have shown anyway
+            warnings.showwarning(told.message, told.category, told.filename, told.lineno, told.file, told.line)
+    return backend
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the suite and print the summary; the exit status is the suite's."""
     run_suite = load_run_suite()
-    backend = resolve_backend(args.name)
+    backend = resolve_and_tell(args.name)
     output = run_check(backend, run_suite, args.pytest_args, live=not args.json, verbose=args.verbose)
     if args.json:
         render.print_json(output)
