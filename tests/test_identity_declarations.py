@@ -107,7 +107,6 @@ def _run_beside_plugin(
         text=True,
         timeout=180,
     )
-    assert result.returncode == 0, result.stderr
     return result, dist_info.parent / "loop_plugin.py"
 
 
@@ -117,6 +116,7 @@ def test_an_installed_plugin_is_told_once_per_process(
 ) -> None:
     """In a fresh process that shows deprecations, a plugin declaring ``_name`` is told once; selection works."""
     result, _ = _run_beside_plugin(install_distribution, body, "-W", "default::DeprecationWarning", "-c", SELECT_TWICE)
+    assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["loop", "loop"]
     assert result.stderr.count("IdentityDeclarationWarning") == told, result.stderr
     if told:
@@ -130,10 +130,20 @@ def test_accelhal_check_tells_the_plugins_author(
     """``accelhal check`` shows the warning Python hides outside ``__main__``, as a note on stderr, not in its JSON."""
     command = ("-m", "accelhal", "check", "loop", "--json", "--", "-k", "test_name")
     result, plugin = _run_beside_plugin(install_distribution, body, *command)
+    assert result.returncode == 0, result.stderr
     assert '"backend": "loop"' in result.stdout and "declares" not in result.stdout
     note = f"accelhal: note: {plugin}:9: LoopAccelerator declares its backend's identity"
     assert (note in result.stderr) is told, result.stderr
     assert result.stderr.count("declares its backend's identity") == told, result.stderr
+
+
+def test_accelhal_check_tells_it_where_the_class_is_refused(install_distribution: InstallDistribution) -> None:
+    """A class whose ``_name`` disagrees with its spec cannot be checked; the note says where it declares it."""
+    result, plugin = _run_beside_plugin(install_distribution, '_name = "other"', "-m", "accelhal", "check", "loop")
+    assert result.returncode != 0
+    note = f"accelhal: note: {plugin}:9: LoopAccelerator declares its backend's identity as class attributes (_name)"
+    assert note in result.stderr, result.stderr
+    assert "spec name is 'loop' but LoopAccelerator._name is 'other'" in result.stderr
 
 
 def test_no_class_accelhal_ships_or_documents_is_told() -> None:

@@ -242,15 +242,17 @@ def resolve_and_tell(name: str | None) -> str:
     """
     from accelhal.contract.accelerator import IdentityDeclarationWarning
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", IdentityDeclarationWarning)
-        backend = resolve_backend(name)
-    for told in caught:
-        if issubclass(told.category, IdentityDeclarationWarning):
-            render.note(f"{told.filename}:{told.lineno}: {told.message}")
-        else:  # what Python would have shown anyway
-            warnings.showwarning(told.message, told.category, told.filename, told.lineno, told.file, told.line)
-    return backend
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", IdentityDeclarationWarning)
+            return resolve_backend(name)
+    finally:  # also where the backend cannot be resolved: the class may be why
+        for told in caught:
+            if issubclass(told.category, IdentityDeclarationWarning):
+                render.note(f"{told.filename}:{told.lineno}: {told.message}")
+            else:  # what Python would have shown anyway
+                warnings.showwarning(told.message, told.category, told.filename, told.lineno, told.file, told.line)
 
 
 def run(args: argparse.Namespace) -> int:
