@@ -3,7 +3,8 @@
 Every error accelhal raises on purpose derives from :class:`AccelhalError` and from the built-in exception a
 caller would naturally catch (``ValueError`` for bad configuration, ``NotImplementedError`` for a missing
 feature, ``RuntimeError`` for an unavailable device), so code written against DeepSpeed's exceptions keeps
-working. Each class's bases, and how to catch them: ``docs/reference/api.md``, "Catching errors".
+working. Each class's bases, and how to catch them: ``docs/reference/api.md``, "Catching errors". One warning
+category too, :class:`IdentityDeclarationWarning`. Imports no torch.
 """
 
 from __future__ import annotations
@@ -242,3 +243,11 @@ class CompileBackendError(AccelhalError, ValueError):
         self.reason = reason
         self.registered = tuple(registered)
         self.working = working
+
+
+class IdentityDeclarationWarning(DeprecationWarning):
+    """Warned, once, at the class statement of an accelerator class whose body declares its backend's identity.
+
+    ``accelhal check`` shows it; elsewhere it is a ``DeprecationWarning`` like any other (``docs/plugins.md``,
+    "Identity").
+    """

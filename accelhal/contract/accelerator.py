@@ -687,14 +687,6 @@ IDENTITY_REFUSED_FROM = CONTRACT_VERSION + 1
 """The contract version from which a class that declares an identity attribute is refused (it warns until then)."""
 
 
-class IdentityDeclarationWarning(DeprecationWarning):
-    """Warned, once, at the class statement of an accelerator class whose body declares its backend's identity.
-
-    ``accelhal check`` shows it; elsewhere it is a ``DeprecationWarning`` like any other (``docs/plugins.md``,
-    "Identity").
-    """
-
-
 def _tell_of_class_identity(cls: type) -> None:
     """Warn, once for ``cls``, where its own body declares identity attributes: they belong in its spec.
 
@@ -708,6 +700,8 @@ def _tell_of_class_identity(cls: type) -> None:
         return
     import sys
     import warnings
+
+    from accelhal.errors import IdentityDeclarationWarning
 
     frame = sys._getframe(1)  # the class statement: the first frame of the class's module (a metaclass may be between)
     while frame.f_back is not None and frame.f_globals.get("__name__") != module:

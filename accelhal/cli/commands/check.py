@@ -28,7 +28,7 @@ from rich.text import Text
 from accelhal.cli.output import render
 from accelhal.cli.output.models import CheckOutput, FailedTest
 from accelhal.cli.supervision import suite_progress
-from accelhal.errors import AccelhalError
+from accelhal.errors import AccelhalError, IdentityDeclarationWarning
 from accelhal.extras import install_advice
 from accelhal.text import visible
 
@@ -240,8 +240,6 @@ def resolve_and_tell(name: str | None) -> str:
     Python hides a ``DeprecationWarning`` raised outside ``__main__``, and the class statement that
     raises this one is a plugin's: ``check`` is where its author looks, so it shows it as a note.
     """
-    from accelhal.contract.accelerator import IdentityDeclarationWarning
-
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
