@@ -3,9 +3,13 @@
 Run by ``.ci/run`` from the clone's root, in the background, before the README's command starts, with the
 interpreter of a venv that has ``nox[uv]``:
 
-- A thread builds the venv of every job that has one of its own (``nox --install-only``, uv from one cache), one
-  after another, while the README's command runs: its pip install and its suite leave CPU idle for most of that
-  time.
+- A thread builds the venv of every job that has one of its own (``nox --install-only``), one after another,
+  while the README's command runs: its pip install and its suite leave CPU idle for most of that time. Each build
+  has a uv cache of its own, deleted once the venv is built (the venv keeps its files as hard links), and each
+  venv is deleted when its job ends, so that a venv's disk comes back with its job.
+- Before a build the thread waits for room: while the disk has less free than the job's venv takes
+  (:attr:`Job.venv_gib`) and :data:`RESERVE_GIB` for the tests, and a built venv is still to be freed by its
+  job's end. A disk too small even then is named in the log, and the build goes ahead.
 - The jobs start once ``.ci/run`` says the README's command passed (:data:`README_PASSED`), as many at a time as
   the machine has cores, the longest first, each on one pytest-xdist worker (``-n 1``). A job whose venv was
   built runs in it without installing again (``-R``); one whose build failed builds it again itself. The jobs
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -43,6 +49,13 @@ IN_README_VENV = ("--no-venv", "--no-install")
 """A session run in the README venv: nox builds nothing, and ``python`` is the venv's (``PATH``)."""
 POLL_SECONDS = 1.0
 """How often the runner looks for :data:`README_PASSED`."""
+ENVDIRS = ROOT / ".nox"
+"""Each job's venvs lie in a folder of their own below this (``nox --envdir``), deleted when the job ends."""
+UV_CACHES = Path(os.environ.get("UV_CACHE_DIR") or ROOT / ".ci-cache" / "uv")
+"""Each job's uv cache lies in a folder of its own below this, deleted once its venv is built."""
+RESERVE_GIB = 4.0
+"""Disk the running tests write besides the venvs (the kept test venvs, wheels, the test device's build)."""
+GIB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,8 @@ class Job:
     """One nox session and its arguments."""
 
     session: str
+    venv_gib: float = 0.0
+    """The disk its venv takes, rounded up from a clean run's (docs/contributing.md, "CI"); 0 in the README venv."""
     nox_options: tuple[str, ...] = ()
     pytest_options: tuple[str, ...] = ("-n", "1", "--durations=25")
 
@@ -58,9 +73,25 @@ class Job:
         """Whether the session builds a venv of its own (not the README venv)."""
         return self.nox_options != IN_README_VENV
 
+    @property
+    def folder_name(self) -> str:
+        """The session's name as a folder's: ``"core(torch='2.4.1')"`` -> ``"core-torch-2.4.1"``."""
+        return re.sub(r"[^\w.]+", "-", self.session).strip("-")
+
+    @property
+    def envdir(self) -> Path:
+        """The folder of this job's venv (``nox --envdir``)."""
+        return ENVDIRS / self.folder_name
+
+    @property
+    def uv_cache(self) -> Path:
+        """This job's own uv cache."""
+        return UV_CACHES / self.folder_name
+
     def command(self, *nox_options: str) -> list[str]:
         """The nox command line of this job, with ``nox_options`` besides its own."""
-        return [*NOX, *self.nox_options, *nox_options, "-s", self.session, "--", *self.pytest_options]
+        own = () if not self.builds_venv else ("--envdir", str(self.envdir))
+        return [*NOX, *self.nox_options, *own, *nox_options, "-s", self.session, "--", *self.pytest_options]
 
 
 def core_ends() -> list[str]:
@@ -76,20 +107,42 @@ def jobs() -> list[Job]:
     """Every job, the longest first."""
     oldest_core, newest_core = core_ends()
     return [
-        Job("sglang(end='newest')"),
-        Job("vllm(end='newest')"),
-        Job(newest_core),
-        Job(oldest_core),
-        Job("adapters(end='floor')"),
-        Job("adapters(end='newest')", IN_README_VENV),
-        Job("npu(torch_npu='2.13.0')", IN_README_VENV, ("--durations=25",)),
-        Job("xla", pytest_options=("--durations=25",)),
+        Job("sglang(end='newest')", 10.0),
+        Job("vllm(end='newest')", 3.0),
+        Job(newest_core, 6.0),
+        Job(oldest_core, 5.5),
+        Job("adapters(end='floor')", 6.5),
+        Job("adapters(end='newest')", nox_options=IN_README_VENV),
+        Job("npu(torch_npu='2.13.0')", nox_options=IN_README_VENV, pytest_options=("--durations=25",)),
+        Job("xla", 7.5, pytest_options=("--durations=25",)),
     ]
 
 
-def environment() -> dict[str, str]:
-    """This process's environment with the README venv first on ``PATH`` (the ``--no-venv`` sessions' python)."""
-    return {**os.environ, "PATH": f"{README_VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+def environment(job: Job) -> dict[str, str]:
+    """This process's environment for ``job``: its own uv cache, and the README venv first on ``PATH``.
+
+    The README venv's ``python`` is the ``--no-venv`` sessions'.
+    """
+    path = f"{README_VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "UV_CACHE_DIR": str(job.uv_cache)}
+
+
+def free_gib() -> float:
+    """The disk free for the clone, in GiB."""
+    return shutil.disk_usage(ROOT).free / GIB
+
+
+def size_gib(folder: Path) -> float:
+    """The disk the files below ``folder`` take, in GiB (a file linked twice below it counted once)."""
+    seen: set[tuple[int, int]] = set()
+    blocks = 0
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            stat = os.lstat(os.path.join(parent, name))
+            if (stat.st_dev, stat.st_ino) not in seen:
+                seen.add((stat.st_dev, stat.st_ino))
+                blocks += stat.st_blocks
+    return blocks * 512 / GIB
 
 
 def log_of(job: Job, suffix: str = "") -> Path:
@@ -128,7 +181,7 @@ def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
         process = subprocess.Popen(
             job.command(*nox_options),
             cwd=ROOT,
-            env=environment(),
+            env=environment(job),
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -140,26 +193,48 @@ def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
 
 
 class Builds:
-    """The jobs' own venvs, built one after another in a thread of their own (``nox --install-only``)."""
+    """The jobs' own venvs: built one after another in a thread of their own, each once the disk has room for it.
+
+    Each is deleted when its job ends (:meth:`free`).
+    """
 
     def __init__(self, every: list[Job]) -> None:
         self._order = [job for job in every if job.builds_venv]
         self._built = {job.session: threading.Event() for job in self._order}
         self._returncodes: dict[str, int] = {}
+        self._to_free: set[str] = set()
+        """The sessions whose venvs are built and whose jobs have not ended: their end frees disk."""
+        self._freed = threading.Condition()
         self._thread = threading.Thread(target=self._build_all, name="builds", daemon=True)
 
     def start(self) -> None:
         """Start building, in the background."""
         self._thread.start()
 
+    def _wait_for_room(self, job: Job) -> None:
+        """Return once the disk has room for ``job``'s venv and the tests, or once no job's end can free more."""
+        needed = job.venv_gib + RESERVE_GIB
+        with self._freed:
+            if free_gib() < needed and self._to_free:
+                say(f"{job.session} waits to build: {free_gib():.1f} GiB free, it needs {needed:.1f}")
+            while free_gib() < needed and self._to_free:
+                self._freed.wait()
+        if free_gib() < needed:
+            say(f"{job.session} builds with {free_gib():.1f} GiB free, short of {needed:.1f}: no venv is left to free")
+
     def _build_all(self) -> None:
         for job in self._order:
+            self._wait_for_room(job)
             outcome = run_nox(job, ("--install-only",), log_of(job, ".install"))
+            shutil.rmtree(job.uv_cache, ignore_errors=True)
+            with self._freed:
+                self._to_free.add(job.session)
             self._returncodes[job.session] = outcome.returncode
             self._built[job.session].set()
             say(
                 f"built {job.session}: exit {outcome.returncode} in {outcome.seconds:.0f} s"
-                f" ({outcome.cpu_seconds:.0f} s of CPU), {outcome.started + outcome.seconds:.0f} s in"
+                f" ({outcome.cpu_seconds:.0f} s of CPU), {outcome.started + outcome.seconds:.0f} s in;"
+                f" {size_gib(job.envdir):.1f} GiB, {free_gib():.1f} GiB left free"
             )
 
     def reuse(self, job: Job) -> tuple[str, ...]:
@@ -169,11 +244,22 @@ class Builds:
         self._built[job.session].wait()
         return ("-R",) if self._returncodes[job.session] == 0 else ()
 
+    def free(self, job: Job) -> None:
+        """Delete ``job``'s venv and uv cache, its job having ended; a build waiting for room looks again."""
+        if not job.builds_venv:
+            return
+        shutil.rmtree(job.envdir, ignore_errors=True)
+        shutil.rmtree(job.uv_cache, ignore_errors=True)
+        with self._freed:
+            self._to_free.discard(job.session)
+            self._freed.notify_all()
+
 
 def run(job: Job, builds: Builds) -> tuple[Job, Outcome]:
     """Run ``job`` with its output to its log, in its built venv if it has one; print the log whole when it ends."""
     reuse = builds.reuse(job)
     outcome = run_nox(job, reuse, log_of(job))
+    builds.free(job)
     said = "passed" if outcome.returncode == 0 else f"FAILED (exit {outcome.returncode})"
     built_note = "; its venv built beforehand" if reuse else ""
     say(
