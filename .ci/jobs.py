@@ -107,10 +107,10 @@ def jobs() -> list[Job]:
     """Every job, the longest first."""
     oldest_core, newest_core = core_ends()
     return [
-        Job("sglang(end='newest')", 10.0),
-        Job("vllm(end='newest')", 3.0),
+        Job("sglang(end='newest')", 11.0),
+        Job("vllm(end='newest')", 4.0),
         Job(newest_core, 6.0),
-        Job(oldest_core, 5.5),
+        Job(oldest_core, 6.0),
         Job("adapters(end='floor')", 6.5),
         Job("adapters(end='newest')", nox_options=IN_README_VENV),
         Job("npu(torch_npu='2.13.0')", nox_options=IN_README_VENV, pytest_options=("--durations=25",)),
@@ -192,6 +192,41 @@ def run_nox(job: Job, nox_options: tuple[str, ...], log: Path) -> Outcome:
     return Outcome(process.returncode, started - STARTED, time.monotonic() - started, cpu_seconds)
 
 
+class Room:
+    """The disk for the jobs' venvs: a build waits while it lacks room and a built venv is still to be freed.
+
+    A venv is *held* from its build until its job ends (:meth:`free`, which deletes it).
+    """
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        self._changed = threading.Condition()
+
+    def wait_for(self, job: Job) -> None:
+        """Return once the disk has ``job.venv_gib`` and :data:`RESERVE_GIB` free, or no held venv is left to free."""
+        needed = job.venv_gib + RESERVE_GIB
+        with self._changed:
+            if free_gib() < needed and self._held:
+                say(f"{job.session} waits to build: {free_gib():.1f} GiB free, it needs {needed:.1f}")
+            while free_gib() < needed and self._held:
+                self._changed.wait()
+        if free_gib() < needed:
+            say(f"{job.session} builds with {free_gib():.1f} GiB free, short of {needed:.1f}: no venv is left to free")
+
+    def hold(self, job: Job) -> None:
+        """Count ``job``'s venv, just built, among those whose job's end frees disk."""
+        with self._changed:
+            self._held.add(job.session)
+
+    def free(self, job: Job) -> None:
+        """Delete ``job``'s venv and uv cache, its job having ended; a build waiting for room looks again."""
+        shutil.rmtree(job.envdir, ignore_errors=True)
+        shutil.rmtree(job.uv_cache, ignore_errors=True)
+        with self._changed:
+            self._held.discard(job.session)
+            self._changed.notify_all()
+
+
 class Builds:
     """The jobs' own venvs: built one after another in a thread of their own, each once the disk has room for it.
 
@@ -202,33 +237,19 @@ class Builds:
         self._order = [job for job in every if job.builds_venv]
         self._built = {job.session: threading.Event() for job in self._order}
         self._returncodes: dict[str, int] = {}
-        self._to_free: set[str] = set()
-        """The sessions whose venvs are built and whose jobs have not ended: their end frees disk."""
-        self._freed = threading.Condition()
+        self._room = Room()
         self._thread = threading.Thread(target=self._build_all, name="builds", daemon=True)
 
     def start(self) -> None:
         """Start building, in the background."""
         self._thread.start()
 
-    def _wait_for_room(self, job: Job) -> None:
-        """Return once the disk has room for ``job``'s venv and the tests, or once no job's end can free more."""
-        needed = job.venv_gib + RESERVE_GIB
-        with self._freed:
-            if free_gib() < needed and self._to_free:
-                say(f"{job.session} waits to build: {free_gib():.1f} GiB free, it needs {needed:.1f}")
-            while free_gib() < needed and self._to_free:
-                self._freed.wait()
-        if free_gib() < needed:
-            say(f"{job.session} builds with {free_gib():.1f} GiB free, short of {needed:.1f}: no venv is left to free")
-
     def _build_all(self) -> None:
         for job in self._order:
-            self._wait_for_room(job)
+            self._room.wait_for(job)
             outcome = run_nox(job, ("--install-only",), log_of(job, ".install"))
             shutil.rmtree(job.uv_cache, ignore_errors=True)
-            with self._freed:
-                self._to_free.add(job.session)
+            self._room.hold(job)
             self._returncodes[job.session] = outcome.returncode
             self._built[job.session].set()
             say(
@@ -245,14 +266,9 @@ class Builds:
         return ("-R",) if self._returncodes[job.session] == 0 else ()
 
     def free(self, job: Job) -> None:
-        """Delete ``job``'s venv and uv cache, its job having ended; a build waiting for room looks again."""
-        if not job.builds_venv:
-            return
-        shutil.rmtree(job.envdir, ignore_errors=True)
-        shutil.rmtree(job.uv_cache, ignore_errors=True)
-        with self._freed:
-            self._to_free.discard(job.session)
-            self._freed.notify_all()
+        """Give back ``job``'s venv, its job having ended (none for a job in the README venv)."""
+        if job.builds_venv:
+            self._room.free(job)
 
 
 def run(job: Job, builds: Builds) -> tuple[Job, Outcome]:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import itertools
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,3 +158,47 @@ def test_a_failed_ci_run_ends_the_runner_and_every_process_it_started(tmp_path: 
             return
         time.sleep(0.05)
     pytest.fail(f"the runner's process group {group} is still alive after the run ended")
+
+
+def ci_jobs(envdirs: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fresh copy of ``.ci/jobs.py`` (the runner), its jobs' venvs and uv caches under ``envdirs``."""
+    spec = importlib.util.spec_from_file_location("ci_jobs", ROOT / ".ci" / "jobs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    module.ENVDIRS, module.UV_CACHES = envdirs / "venvs", envdirs / "uv"
+    return module
+
+
+def test_a_build_short_of_disk_waits_until_the_held_venvs_are_freed_then_goes_ahead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner's disk gate: a build that no disk has room for waits for a held venv's job, then builds anyway."""
+    jobs = ci_jobs(tmp_path, monkeypatch)
+    room = jobs.Room()
+    held, huge = jobs.Job("held(end='x')", 1.0), jobs.Job("huge", 1e9)
+    (held.envdir / "bin").mkdir(parents=True)
+    room.hold(held)
+    waiting = threading.Thread(target=room.wait_for, args=(huge,))
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive(), "the build did not wait for the held venv"
+    room.free(held)
+    waiting.join(10)
+    assert not waiting.is_alive(), "freeing the held venv did not let the build go ahead"
+    assert not held.envdir.exists()
+    said = capsys.readouterr().out
+    assert "huge waits to build" in said and "no venv is left to free" in said, said
+
+
+def test_a_build_with_room_does_not_wait(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that needs no more than the disk has free goes ahead while other venvs are held."""
+    jobs = ci_jobs(tmp_path, monkeypatch)
+    jobs.RESERVE_GIB = 0.0  # a build that needs nothing: any disk has room for it
+    room = jobs.Room()
+    room.hold(jobs.Job("held", 1.0))
+    room.wait_for(jobs.Job("small", 0.0))
+    assert capsys.readouterr().out == ""
