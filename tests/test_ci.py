@@ -180,7 +180,7 @@ def test_a_build_short_of_disk_waits_until_the_held_venvs_are_freed_then_goes_ah
     held, huge = jobs.Job("held(end='x')", 1.0), jobs.Job("huge", 1e9)
     (held.envdir / "bin").mkdir(parents=True)
     room.hold(held)
-    waiting = threading.Thread(target=room.wait_for, args=(huge,))
+    waiting = threading.Thread(target=room.wait_for, args=(huge,), daemon=True)  # a gate that hangs fails, not hangs
     waiting.start()
     waiting.join(0.5)
     assert waiting.is_alive(), "the build did not wait for the held venv"
@@ -200,5 +200,8 @@ def test_a_build_with_room_does_not_wait(
     jobs.RESERVE_GIB = 0.0  # a build that needs nothing: any disk has room for it
     room = jobs.Room()
     room.hold(jobs.Job("held", 1.0))
-    room.wait_for(jobs.Job("small", 0.0))
+    building = threading.Thread(target=room.wait_for, args=(jobs.Job("small", 0.0),), daemon=True)
+    building.start()
+    building.join(10)
+    assert not building.is_alive(), "a build with room waited for the held venv"
     assert capsys.readouterr().out == ""
