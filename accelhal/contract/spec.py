@@ -217,11 +217,22 @@ class BackendSpec:
         if isinstance(self.requires, str) or not all(isinstance(m, str) and m for m in self.requires):
             problems.append(f"requires must be a tuple of module names, got {self.requires!r}")
         for name in ("visible_devices_envs", "export_envs"):
-            if isinstance(getattr(self, name), str):
+            names = getattr(self, name)
+            if isinstance(names, str):
                 problems.append(f"{name} must be a tuple of variable names, not a string")
-        for name in ("hint", "device_check_command"):
+            elif not isinstance(names, tuple) or not all(isinstance(n, str) and n for n in names):
+                problems.append(f"{name} must be a tuple of variable names, got {quote(names)}")
+        if not isinstance(self.comm_backend, str):  # '' where none is known (the generic backend's new devices)
+            problems.append(
+                f"comm_backend must be a torch.distributed backend name such as 'nccl' or 'gloo', "
+                f"got {quote(self.comm_backend)}"
+            )
+        for name in ("hint", "device_check_command", "description"):
             if not isinstance(getattr(self, name), str):
-                problems.append(f"{name} must be a string, got {getattr(self, name)!r}")
+                problems.append(f"{name} must be a string, got {quote(getattr(self, name))}")
+        for name in ("package", "module"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                problems.append(f"{name} must be a module name or None, got {quote(getattr(self, name))}")
         if self.replaces is not None and not is_backend_name(str(self.replaces)):
             problems.append(f"replaces must be a backend name, got {self.replaces!r}")
         if isinstance(self.contract_version, bool) or not isinstance(self.contract_version, int):

@@ -11,6 +11,7 @@ cannot be trusted (``docs/performance.md`` has when, and why the cache exists).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.machinery
 import importlib.metadata as metadata
@@ -69,7 +70,7 @@ def _entry_points_of(directory: str, group: str, cached: Any) -> tuple[list[meta
     believed. Otherwise the file is parsed, and the second value is the new record (``None``
     when the recorded one held).
     """
-    dist = metadata.PathDistribution(Path(directory))
+    dist = TolerantDistribution(Path(directory))
     text = dist.read_text("entry_points.txt")
     if text and _believable(cached, text):
         return [_attached(metadata.EntryPoint(name, value, group), dist) for name, value in cached[1]], None
@@ -103,7 +104,31 @@ def _attached(ep: metadata.EntryPoint, dist: metadata.Distribution) -> metadata.
 
 
 def _select(dists: list[metadata.Distribution], group: str) -> list[metadata.EntryPoint]:
-    return [ep for dist in dists for ep in dist.entry_points.select(group=group)]
+    return [ep for dist in dists for ep in _tolerant(dist).entry_points.select(group=group)]
+
+
+class TolerantDistribution(metadata.PathDistribution):
+    """A distribution directory whose text files are read as UTF-8 with undecodable bytes replaced (``U+FFFD``).
+
+    ``importlib.metadata`` raises on a ``METADATA`` or ``entry_points.txt`` that is not UTF-8 (an old tool's
+    Latin-1 author name): one such distribution anywhere on ``sys.path`` would end every selection. Its
+    ``metadata``, ``version`` and ``entry_points`` read through :meth:`read_text`.
+    """
+
+    def read_text(self, filename: str | os.PathLike[str]) -> str | None:
+        """The file's text, or ``None`` where it is missing or unreadable."""
+        try:
+            return super().read_text(filename)
+        except UnicodeDecodeError:
+            with contextlib.suppress(OSError):
+                return Path(str(self._path), filename).read_bytes().decode("utf-8", errors="replace")
+            return None
+
+
+def _tolerant(dist: metadata.Distribution) -> metadata.Distribution:
+    """``dist`` as a :class:`TolerantDistribution` where it is a directory (a zip's stays as it is)."""
+    path = getattr(dist, "_path", None)
+    return TolerantDistribution(path) if isinstance(path, Path) and not isinstance(dist, TolerantDistribution) else dist
 
 
 def _signature() -> list[list[Any]] | None:
@@ -213,7 +238,7 @@ def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
         if name in seen:
             continue
         seen.add(name)
-        text = dist.read_text("entry_points.txt")
+        text = _tolerant(dist).read_text("entry_points.txt")
         if text and header.search(text):
             found.append(dist)
     return found, cacheable
@@ -229,6 +254,7 @@ def name_and_version(dist: metadata.Distribution) -> tuple[str, str]:
     'accelhal'
     """
     fields: dict[str, str] = {}
+    dist = _tolerant(dist)
     text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
     for line in text.replace("\r\n", "\n").partition("\n\n")[0].splitlines():  # the headers, not the description
         if not line.strip():
@@ -248,4 +274,4 @@ def _normalised_name(dist: metadata.Distribution | None, path: Path | None) -> s
         stem, ext = os.path.splitext(path.name)
         if ext in (".dist-info", ".egg-info"):
             return _NAME_SEPARATORS.sub("_", stem.partition("-")[0]).lower()
-    return _NAME_SEPARATORS.sub("_", (dist.metadata["Name"] if dist is not None else None) or "").lower()
+    return _NAME_SEPARATORS.sub("_", (_tolerant(dist).metadata["Name"] if dist is not None else None) or "").lower()

@@ -328,21 +328,42 @@ class _InterpreterChangedError(Exception):
     """A plugin changed the interpreter under the code after it (its message says how); accelhal undid what it could."""
 
 
-def recursion_limit_put_back(before: int) -> str | None:
-    """Put back a recursion limit plugin code lowered below ``before``; what it did (a predicate), or ``None``."""
-    now = sys.getrecursionlimit()
-    if now >= before:
-        return None
-    sys.setrecursionlimit(before)
-    return (
-        f"lowers Python's recursion limit from {before} to {now} (sys.setrecursionlimit), under which torch "
-        "and accelhal fail with RecursionError; accelhal put the limit back"
-    )
+class InterpreterState:
+    """What plugin code must leave as it found it: Python's recursion limit, ``sys.stdout`` and ``sys.stderr``.
+
+    Taken before a plugin's import or a probe; :meth:`put_back` then undoes what the code changed.
+    """
+
+    __slots__ = ("limit", "stderr", "stdout")
+
+    def __init__(self) -> None:
+        self.limit = sys.getrecursionlimit()
+        self.stdout, self.stderr = sys.stdout, sys.stderr
+
+    def put_back(self) -> str | None:
+        """Undo what was changed since; what the code did (a predicate), or ``None`` when it changed nothing."""
+        changes = []
+        now = sys.getrecursionlimit()
+        if now < self.limit:
+            sys.setrecursionlimit(self.limit)
+            changes.append(
+                f"lowers Python's recursion limit from {self.limit} to {now} (sys.setrecursionlimit), under which "
+                "torch and accelhal fail with RecursionError; accelhal put the limit back"
+            )
+        replaced = [name for name in ("stdout", "stderr") if getattr(sys, name) is not getattr(self, name)]
+        if replaced:
+            sys.stdout, sys.stderr = self.stdout, self.stderr
+            streams = " and ".join(f"sys.{name}" for name in replaced)
+            changes.append(
+                f"replaces {streams}, so that what the program prints would go where the plugin chose; "
+                f"accelhal put {'them' if len(replaced) > 1 else 'it'} back"
+            )
+        return "; ".join(changes) or None
 
 
-def _keep_recursion_limit(before: int) -> None:
-    """Put back a recursion limit a plugin lowered (torch's import then fails), and raise to name the plugin."""
-    changed = recursion_limit_put_back(before)
+def _keep_interpreter(before: InterpreterState) -> None:
+    """Put back what a plugin's import changed of the interpreter, and raise to name what it did."""
+    changed = before.put_back()
     if changed is not None:
         raise _InterpreterChangedError(f"it {changed} and did not load the plugin")
 
@@ -359,14 +380,14 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
     once, so that pluggy's validation of its hooks is one of discovery's failures.
     """
     started = time.perf_counter()
-    limit = sys.getrecursionlimit()
+    before = InterpreterState()
     try:
         try:
             # accelhal's own plugin modules print nothing: only another distribution's import is guarded (~10 us)
             with contextlib.nullcontext(Captured()) if entry.builtin else stdout_to_stderr() as printed:
                 announce_step("import", entry)
                 plugin = ep.load()
-            _keep_recursion_limit(limit)
+            _keep_interpreter(before)
             if printed.damage:
                 raise _InterpreterChangedError(f"it {printed.damage}")
         except PASSED_THROUGH:
@@ -377,7 +398,7 @@ def _load(registry: Registry, ep: metadata.EntryPoint, entry: PluginRecord, inde
             if isinstance(exc, _InterpreterChangedError):
                 entry.detail = str(exc)  # what it did, in words: the exception is accelhal's
             else:
-                changed = recursion_limit_put_back(limit)
+                changed = before.put_back()
                 entry.detail = f"it {changed} and did not load the plugin" if changed else describe_exception(exc)
             registry.fail(entry.name, "import", entry.detail)
             return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 import time
 import weakref
 from collections.abc import Callable
@@ -37,10 +36,10 @@ def probe_candidate(registration: Registration) -> CandidateRecord:
     """Probe one backend; never raises. What it writes to stdout goes to stderr and into the record."""
     spec = registration.spec
     started = time.perf_counter()
-    limit = sys.getrecursionlimit()
+    before = plugins.InterpreterState()
     with stdout_to_stderr() as printed:  # the probe's step starts after the look-ups (and import torch)
         verdict = probe_verdict(spec.requires, functools.partial(_announced_probe, registration))
-    changed = printed.damage or plugins.recursion_limit_put_back(limit)
+    changed = "; ".join(filter(None, (printed.damage, before.put_back())))
     if changed:  # the process is not what it was: the backend is not usable here
         verdict = Verdict(Status.PROBE_ERROR, f"the probe {changed}")
     elapsed = time.perf_counter() - started
@@ -84,8 +83,48 @@ def probe_verdict(requires: tuple[str, ...], probe: Callable[[], Verdict]) -> Ve
     except BaseException as exc:  # a probe may fail in any way, sys.exit() included: a verdict, not a crash
         return Verdict(Status.PROBE_ERROR, f"the probe raised {plugins.describe_exception(exc)}")
     if not isinstance(verdict, Verdict):
-        return Verdict(Status.PROBE_ERROR, f"the probe returned {verdict!r}, not a Verdict")
-    return verdict
+        return Verdict(Status.PROBE_ERROR, f"the probe returned {_quoted(verdict)}, not a Verdict")
+    return _answer_checked(verdict)
+
+
+REASON_LIMIT = 500
+"""The characters of a probe's reason or hint that a record keeps (a plugin failure's detail keeps as many)."""
+
+
+def _answer_checked(verdict: Verdict) -> Verdict:
+    """``verdict`` if its fields have their types, its texts cut to :data:`REASON_LIMIT`; else a ``probe-error``."""
+    status, reason, hint = verdict.status, verdict.reason, verdict.hint
+    if not isinstance(status, Status):
+        known = isinstance(status, str) and status in _STATUS_VALUES
+        wanted = f"Status.{Status(status).name}" if known else "a Status member"
+        return Verdict(
+            Status.PROBE_ERROR,
+            f"the probe returned a Verdict whose status is {_quoted(status)}, not a Status; give {wanted} "
+            "(or build it with Verdict.available(), Verdict.no_device(), ...)",
+        )
+    for field, value in (("reason", reason), ("hint", hint)):
+        if not isinstance(value, str) and not (field == "hint" and value is None):
+            return Verdict(
+                Status.PROBE_ERROR,
+                f"the probe returned a Verdict whose {field} is {_quoted(value)}, not a string",
+            )
+    if len(reason) <= REASON_LIMIT and (hint is None or len(hint) <= REASON_LIMIT):
+        return verdict
+    from accelhal.text import shorten
+
+    return Verdict(status, shorten(reason, REASON_LIMIT), None if hint is None else shorten(hint, REASON_LIMIT))
+
+
+_STATUS_VALUES = frozenset(status.value for status in Status)
+
+
+def _quoted(value: object) -> str:
+    from accelhal.text import quote
+
+    try:
+        return quote(value)
+    except Exception:  # a repr that raises is the plugin's: its type still names it
+        return f"a {type(value).__qualname__} object"
 
 
 def capturing(record: CandidateRecord, step: Callable[[], _T]) -> _T:
