@@ -113,3 +113,14 @@ def test_the_forked_child_names_the_same_faults_as_the_started_one(site: Callabl
     assert forked.json()["active"] == started.json()["active"] == "acmegood"
     assert findings(forked) == findings(started)
     assert {code for code, _, _ in findings(forked)} >= {"plugin-crashed", "plugin-hung"}
+
+
+def test_the_runtime_check_runs_with_the_plugin_doctor_blocked(site: Callable[..., str]) -> None:
+    """Before, the runtime-answers child ran the crashing plugin again and reported a hang of the active backend."""
+    dying = backend_plugin("acmedie", priority=990, class_body="def __init__(self):\n        import os; os._exit(7)")
+    result = run_accelhal("doctor", "--json", env={"PYTHONPATH": site(die=dying)})
+    assert result.returncode == 1, result.output
+    assert result.json()["active"] == "acmegood"
+    found = problems(result)
+    assert set(found) == {"plugin-crashed"}, found
+    assert found["plugin-crashed"]["title"] == "plugin 'acmedie' ends the process while constructing backend 'acmedie'"

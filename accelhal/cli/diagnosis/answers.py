@@ -129,8 +129,11 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, backend: str) -> list[Fault] | None:
-    """:func:`runtime_faults` of the active backend, asked in a fresh child process; ``None`` when it gave no answer.
+def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, backend: str) -> list[Fault] | str:
+    """:func:`runtime_faults` of the active backend, asked in a fresh child process; else why it gave no answer.
+
+    The reason is a predicate of "a process that asked it": ``"ended without an answer (exit status 7)"``,
+    ``"gave no answer within 60 s (ACCELHAL_DOCTOR_TIMEOUT)"``.
 
     The device is asked there, not here: describing a device initialises its runtime (a CUDA
     context, on cuda), and ``accelhal doctor`` creates none in its own process. The child may
@@ -166,11 +169,17 @@ def faults_in_a_child(environ: dict[str, str], timeout: float, plugin: str, back
                     limit[0] = asking_since + timeout
                 elif line.startswith(ANSWERS_PREFIX):
                     return [Fault(call, said) for call, said in json.loads(line[len(ANSWERS_PREFIX) :])]
-        return None  # it ended, or closed its output, without an answer
+        status = process.poll()
+        return (
+            "closed its output without an answer"
+            if status is None
+            else f"ended without an answer (exit status {status})"
+        )
     except TimeoutError:
-        if asking_since is not None:
-            deadline.declare_hung("call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT")
-        return None
+        if asking_since is None:
+            return f"did not get to asking within {START_LIMIT:g} s of its start"
+        deadline.declare_hung("call", plugin, backend, time.monotonic() - asking_since, "ACCELHAL_DOCTOR_TIMEOUT")
+        return f"gave no answer within {timeout:g} s (ACCELHAL_DOCTOR_TIMEOUT)"
     finally:
         child_processes.kill_tree(process.pid)
         process.wait()

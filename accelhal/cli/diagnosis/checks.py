@@ -559,6 +559,7 @@ def _check_torch_accelerator(ctx: Context) -> None:
 def _check_runtime_answers(ctx: Context) -> None:
     """The active backend's runtime, asked what ``accelhal info`` asks: each wrong answer or raise is a problem."""
     from accelhal.cli.diagnosis.answers import faults_in_a_child
+    from accelhal.discovery.plugins import FALLBACK_BACKEND
     from accelhal.selection import get_accelerator
 
     report = ctx.report
@@ -573,14 +574,17 @@ def _check_runtime_answers(ctx: Context) -> None:
         if source == "built-in"
         else f"report it to the authors of {source}, whose runtime answers so"
     )
-    faults = faults_in_a_child(ctx.environ, ctx.step_limit, plugin, acc.name)
-    if faults is None:
+    if acc.name != FALLBACK_BACKEND:
+        repair += f"; until then {_BLOCK}={plugin} skips the backend"
+    # the child runs with what the checks run with: plugins _check_isolation blocked stay blocked there
+    faults = faults_in_a_child(dict(os.environ), ctx.step_limit, plugin, acc.name)
+    if isinstance(faults, str):
         ctx.problems.append(
             Problem(
                 code="runtime-error",
                 title=f"the {acc.name!r} runtime did not answer what 'accelhal info' asks",
-                detail=f"a process that asked it gave no answer within {ctx.step_limit:g} s (ACCELHAL_DOCTOR_TIMEOUT)",
-                fix=f"{repair}; until then {_BLOCK}={plugin} skips the backend",
+                detail=f"a process that asked it {faults}",
+                fix=repair,
             )
         )
         return
@@ -592,7 +596,7 @@ def _check_runtime_answers(ctx: Context) -> None:
                 title=f"the {acc.name!r} runtime {'raises in' if raised else 'answers wrongly to'} {fault.call}",
                 detail=f"{fault}; 'accelhal info' cannot describe the active backend, and programs that ask "
                 f"{fault.call} get the same",
-                fix=f"{repair}; until then {_BLOCK}={plugin} skips the backend",
+                fix=repair,
             )
         )
 
