@@ -60,6 +60,21 @@ def hint_sentence(hint: str) -> str:
     return f"Hint: {sentence(hint, capital=True)}"
 
 
+def undecodable_escaped(text: str) -> str:
+    r"""``text`` with each byte that was not UTF-8 written as ``\xNN``: an environment variable's value, shown.
+
+    Python keeps such a byte as a lone surrogate (``os.environ`` decodes with ``surrogateescape``), which no
+    UTF-8 output and no JSON document can hold as it is.
+
+    >>> undecodable_escaped("caf\udce9")
+    'caf\\xe9'
+    """
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _FORMAT_CONTROLS = (0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 """Characters that are not control characters to Unicode but move or break text on a terminal: the marks and

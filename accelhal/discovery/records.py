@@ -159,10 +159,11 @@ class Decision:
         first ``get_accelerator()``.
         """
         from accelhal.process.settings import RELEVANT_VARIABLES
+        from accelhal.text import undecodable_escaped
 
         shown = {name: self.environ[name] for name in RELEVANT_VARIABLES if name in self.environ}
         for name in self.visible_devices_envs:  # any variable a spec names: only a device list's value is shown
             if name in self.environ and name not in shown:
                 value = self.environ[name]
                 shown[name] = value if is_device_list(value) else HIDDEN_VALUE
-        return dict(sorted(shown.items()))
+        return {name: undecodable_escaped(value) for name, value in sorted(shown.items())}

@@ -108,3 +108,12 @@ def test_piped_output_is_plain_text_without_no_color() -> None:
     assert result.returncode == 0
     assert "\x1b[" not in result.stdout and "-+-" in result.stdout  # ASCII lines when piped
     assert run_accelhal("list").stdout == result.stdout
+
+
+@pytest.mark.parametrize("columns", ["0", "1"])
+def test_a_terminal_narrower_than_any_line_still_gets_the_output_and_the_error(columns: str) -> None:
+    """Before, `COLUMNS=0` printed nothing, not even the error of a bad variable; `COLUMNS=1`, a letter a line."""
+    shown = run_in_terminal("info", no_color=True, env={"COLUMNS": columns, "ACCELHAL_ACCELERATOR": "nope"})
+    assert "unknown accelerator 'nope'" in " ".join(ANSI.sub("", shown).split()), shown
+    shown = run_in_terminal("info", no_color=True, env={"COLUMNS": columns})
+    assert "active backend: cpu" in ANSI.sub("", shown), shown

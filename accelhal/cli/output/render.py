@@ -47,6 +47,8 @@ STATUS_STYLES: dict[str, str] = {
 
 MAX_WIDTH = 80
 """Output is laid out for this many columns, even on a wider terminal."""
+MIN_WIDTH = 40
+"""Nor for fewer, even where ``COLUMNS`` says less (``COLUMNS=0`` would print nothing at all)."""
 
 
 class _TrimmedLines:
@@ -122,7 +124,7 @@ class _Console(Console):
 
 
 def console(*, stderr: bool = False) -> Console:
-    """A console on stdout (or stderr), at most :data:`MAX_WIDTH` columns wide.
+    """A console on stdout (or stderr), :data:`MIN_WIDTH` to :data:`MAX_WIDTH` columns wide.
 
     Piped, it is :data:`MAX_WIDTH` wide whatever ``COLUMNS`` says, and its lines carry no trailing
     blanks (a pasted bug report stays clean). When the reader of the pipe goes away, the console
@@ -133,8 +135,8 @@ def console(*, stderr: bool = False) -> Console:
     if not out.is_terminal:  # piped: 80 columns whatever COLUMNS says (a terminal's width, and there is none)
         trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
         out = _Console(fd, file=trimmed, highlight=False, width=MAX_WIDTH)
-    if out.width > MAX_WIDTH:
-        out.width = MAX_WIDTH
+    if not MIN_WIDTH <= out.width <= MAX_WIDTH:
+        out.width = min(max(out.width, MIN_WIDTH), MAX_WIDTH)
     return out
 
 
@@ -263,8 +265,24 @@ def json_text(document: str) -> str:
 
 
 def print_json(model: BaseModel) -> None:
-    """Write ``model`` as indented JSON to stdout (plain, never coloured; no control character raw)."""
-    write(json_text(model.model_dump_json(indent=2)) + "\n")
+    r"""Write ``model`` as indented JSON to stdout (plain, never coloured; no control character raw).
+
+    Text that holds undecodable bytes (``os.environ`` keeps each as a surrogate), or an output encoding
+    that is not UTF-8 (``PYTHONIOENCODING=ascii``), gets the same document in ASCII: ``\udcff``, ``\u00e9``.
+    """
+    import json
+
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        document = json_text(model.model_dump_json(indent=2))
+    except PydanticSerializationError:  # a surrogate: JSON can hold it only as an escape
+        document = json.dumps(model.model_dump(mode="json"), indent=2)
+    try:
+        document.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
+        document = json.dumps(json.loads(document), indent=2)
+    write(document + "\n")
 
 
 def error(message: str) -> None:
