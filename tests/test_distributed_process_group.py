@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import torch
@@ -251,3 +253,25 @@ def test_selfcheck_reports_a_wrong_result() -> None:
 
     result = checks._compare("x", torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
     assert not result.passed and "1 of 2 elements differ" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"backend": 5}, "backend=5 cannot be right: give a torch.distributed backend name"),
+        ({"init_method": 5}, "init_method=5 cannot be right: give a URL"),
+        ({"world_size": "1"}, "world_size='1' cannot be right: give an int from 1"),
+        ({"rank": True}, "rank=True cannot be right: give an int from 0"),
+        ({"timeout": timedelta(seconds=-5)}, "cannot be right: give a positive timedelta"),
+    ],
+    ids=["backend", "init_method", "world_size", "rank", "timeout"],
+)
+def test_an_argument_of_the_wrong_type_is_named_before_anything_is_set_up(
+    environ: dict[str, str], arguments: dict[str, object], words: str
+) -> None:
+    """Before, ``backend=5`` raised a bare AttributeError and ``world_size="1"`` a message contradicting itself."""
+    environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    with pytest.raises(accelhal.DistributedSetupError, match=re.escape(words)) as info:
+        ahd.init_process_group(**arguments)  # type: ignore[arg-type]
+    assert info.value.variable == next(iter(arguments))
+    assert not dist.is_initialized()

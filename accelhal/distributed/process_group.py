@@ -23,6 +23,7 @@ from accelhal.distributed import host_staging, liveness
 from accelhal.errors import DistributedSetupError
 from accelhal.launch.environment import TORCH_VARIABLES, LaunchEnv, read_launch_env
 from accelhal.process.settings import dist_timeout
+from accelhal.text import quote
 
 logger = logging.getLogger("accelhal.distributed")
 
@@ -110,6 +111,7 @@ def init_process_group(
             f"this torch {torch.__version__} was built without torch.distributed; install a build with it "
             f"(the official wheels have it)"
         )
+    _check_argument_types(backend, init_method, timeout, world_size, rank)
     accelerator = get_accelerator()
     launch = read_launch_env()
     world, own_rank = _reconcile(launch, world_size, rank)
@@ -176,6 +178,30 @@ def _backends_of_every_group() -> list[object]:
     except (AttributeError, RuntimeError, TypeError, ValueError) as err:
         logger.debug("accelhal: cannot hold the process groups' backends across their teardown: %s", err)
     return backends
+
+
+def _check_argument_types(
+    backend: object, init_method: object, timeout: object, world_size: object, rank: object
+) -> None:
+    """Raise :class:`DistributedSetupError` naming the first argument whose type or sign cannot be right."""
+    wanted = {
+        "backend": (backend, isinstance(backend, str), "a torch.distributed backend name such as 'gloo'"),
+        "init_method": (init_method, isinstance(init_method, str), "a URL such as 'env://'"),
+        "timeout": (timeout, isinstance(timeout, timedelta) and timeout > timedelta(0), "a positive timedelta"),
+        "world_size": (world_size, _is_count(world_size, -1), "an int from 1 (-1 takes the launcher's)"),
+        "rank": (rank, _is_count(rank, -1), "an int from 0 (-1 takes the launcher's)"),
+    }
+    for argument, (given, right, what) in wanted.items():
+        if given is not None and not right:
+            raise DistributedSetupError(
+                f"{argument}={quote(given)} cannot be right: give {what}, or leave it out",
+                variable=argument,
+                value=given,
+            )
+
+
+def _is_count(value: object, lowest: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= lowest
 
 
 def _reconcile(launch: LaunchEnv, world_size: int | None, rank: int | None) -> tuple[int, int]:
