@@ -180,13 +180,19 @@ def _figure(member: Callable[[int], int], index: int) -> int | None:
 
 
 def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
-    """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime."""
+    """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime.
+
+    Raises ``ValueError`` where ``device_count()`` claims more than
+    :data:`~accelhal.contract.spec.MAX_DEVICES` devices.
+    """
     import torch
 
-    from accelhal.contract.spec import Capability
+    from accelhal.contract.spec import MAX_DEVICES, Capability
 
     available = bool(acc.is_available())
     count = acc.device_count() if available else 0
+    if count > MAX_DEVICES:
+        raise ValueError(f"device_count() answered {count:,}, more devices than any machine holds ({MAX_DEVICES:,})")
     devices = [
         DeviceInfo(
             index=i,

@@ -131,3 +131,15 @@ def test_a_plugin_whose_metadata_is_not_utf8_is_loaded_in_a_fresh_process(tmp_pa
         chosen, plugins = result.stdout.splitlines()[-2:]
         assert chosen == (forced or "acmelatin")
         assert plugins == "[('acme-latin', '1.0')]"
+
+
+def test_describing_a_runtime_that_claims_four_billion_devices_is_an_error_at_once(
+    install_distribution: InstallDistribution,
+) -> None:
+    """A C count of -1 read as unsigned; before, ``info()`` would have described 4,294,967,295 devices."""
+    source = backend_plugin("acmehuge", priority=990, class_body="def device_count(self):\n        return 2**32 - 1")
+    install_distribution("acme-huge", {"acme_huge": source}, {"acmehuge": "acme_huge"})
+    accelerator = accelhal.get_accelerator()
+    assert accelerator.name == "acmehuge"
+    with pytest.raises(ValueError, match="device_count\\(\\) answered 4,294,967,295, more devices than any machine"):
+        accelerator.info()

@@ -74,6 +74,10 @@ PRIORITY_LIMIT = 1_000_000
 """The largest priority either way (the built-ins' are in the hundreds): beyond it an int orders nothing more, and
 one of 4,301 digits would stop every report that prints it."""
 
+MAX_DEVICES = 65_536
+"""The most devices :meth:`~accelhal.Accelerator.device_count` may claim; more is an impossible answer (a C count of
+-1 read as unsigned is 4,294,967,295), which describing the devices one by one would take hours to show."""
+
 NAME_SYNTAX = "[a-z][a-z0-9_]{0,31}"
 """A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_`` (as a regular expression)."""
 _NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz")

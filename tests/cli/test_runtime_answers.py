@@ -21,6 +21,10 @@ FAULTS = {
         "def device_count(self):\n        return 'eight'",
         "device_count() answered 'eight' (a str), where an int is expected",
     ),
+    "impossible-count": (  # a C count of -1 read as unsigned: describing each device would take hours
+        "def device_count(self):\n        return 2**32 - 1",
+        "device_count() answered 4294967295, where a number <= 65536 is expected",
+    ),
     "raises": (
         "def total_memory(self, device_index=None):\n        raise RuntimeError('acme driver: memory query failed')",
         "total_memory(0) raised RuntimeError: acme driver: memory query failed",

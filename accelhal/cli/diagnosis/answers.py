@@ -51,6 +51,7 @@ def _type_name(expected: type | tuple[type, ...]) -> str:
 def runtime_faults(acc: Accelerator) -> Answers:
     """Ask ``acc`` what a description asks (availability, count, each device's name, memory, capability)."""
     from accelhal.cli.supervision.faults import bounded, describe
+    from accelhal.contract.spec import MAX_DEVICES
 
     found = Answers()
 
@@ -60,6 +61,7 @@ def runtime_faults(acc: Accelerator) -> Answers:
         expected: type | tuple[type, ...],
         at_least: int | None = None,
         figure: bool = False,
+        at_most: int | None = None,
     ) -> Any:
         try:
             with bounded(acc.name, call):
@@ -84,10 +86,13 @@ def runtime_faults(acc: Accelerator) -> Answers:
         if at_least is not None and isinstance(value, int) and value < at_least:
             found.faults.append(Fault(call, f"answered {quote(value)}, where a number >= {at_least} is expected"))
             return None
+        if at_most is not None and isinstance(value, int) and value > at_most:
+            found.faults.append(Fault(call, f"answered {quote(value)}, where a number <= {at_most} is expected"))
+            return None
         return value
 
     available = ask("is_available()", acc.is_available, bool)
-    count = ask("device_count()", acc.device_count, int, at_least=0) if available else 0
+    count = ask("device_count()", acc.device_count, int, at_least=0, at_most=MAX_DEVICES) if available else 0
     for index in range(min(count or 0, DEVICES_ASKED)):
         ask(f"device_name({index})", functools.partial(acc.device_name, index), str)
         ask(f"device_description({index})", functools.partial(acc.device_description, index), str)
