@@ -45,3 +45,16 @@ def test_piped_output_is_80_columns_whatever_columns_says(columns: str) -> None:
     expected = run_accelhal("list")
     result = run_accelhal("list", env={"COLUMNS": columns})
     assert (result.returncode, result.stdout) == (expected.returncode, expected.stdout)
+
+
+FULL_CASES = [("info", "--json"), ("list", "--json"), ("schema", "--json"), ("info",)]
+
+
+@pytest.mark.parametrize("args", FULL_CASES, ids=" ".join)
+def test_a_full_stdout_is_one_error_line_and_status_1(args: tuple[str, ...]) -> None:
+    """Before, ``--json`` wrote its error document to the stdout that had just failed: three tracebacks."""
+    result = shell(">/dev/full", *args)
+    assert result.returncode == 1, result.output
+    assert "Traceback" not in result.stderr, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("accelhal: error: ") and "No space left on device" in line, line

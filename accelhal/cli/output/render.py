@@ -243,12 +243,19 @@ def yes_no(flag: bool) -> str:
 
 
 def write(text: str) -> None:
-    """Write ``text`` to stdout as it is; when the reader of the pipe went away, nothing more is written."""
+    """Write ``text`` to stdout as it is; when the reader of the pipe went away, nothing more is written.
+
+    Raises ``OSError`` where stdout cannot take it (a full disk: ``> /dev/full``); nothing more is written there
+    either, so that the command's error, on stderr, is the last word.
+    """
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:
         close_output(1)
+    except OSError:
+        close_output(1)
+        raise
 
 
 _JSON_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in CONTROL_CHARACTERS if ord(c) >= 0x7F})
