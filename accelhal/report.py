@@ -183,7 +183,7 @@ def describe_accelerator(acc: Accelerator) -> AcceleratorInfo:
     """Build :class:`AcceleratorInfo` for ``acc``; may initialise the device runtime.
 
     Raises ``ValueError`` where ``device_count()`` claims more than
-    :data:`~accelhal.contract.spec.MAX_DEVICES` devices.
+    ``accelhal.contract.spec.MAX_DEVICES`` devices.
     """
     import torch
 

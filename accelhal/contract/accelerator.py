@@ -251,7 +251,7 @@ class Accelerator(metaclass=_AcceleratorMeta):
 
     @abc.abstractmethod
     def device_count(self) -> int:
-        """Return the number of devices this process can see (at most :data:`~accelhal.contract.spec.MAX_DEVICES`)."""
+        """Return the number of devices this process can see (at most ``accelhal.contract.spec.MAX_DEVICES``)."""
 
     @abc.abstractmethod
     def synchronize(self, device_index: int | None = None) -> None:
