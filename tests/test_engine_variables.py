@@ -44,3 +44,13 @@ def test_any_other_value_is_refused_naming_it_and_what_would_do(engine: _engines
     said = str(refused.value)
     assert f"{engine.variable}={raw.strip().lower()!r} is not one of auto, on, off" in said
     assert "1/true/yes/on or 0/false/no/off" in said
+
+
+@BRIDGES
+def test_the_refusal_quotes_the_value_as_given_and_shortened(engine: _engines.Engine) -> None:
+    """Before, it quoted the value lower-cased (``'\\x1b[2j'`` for ``[2J``) and whole (10,000 characters)."""
+    for given, shown in (("\x1b[2J", "'\\x1b[2J'"), ("Y" * 10_000, "... (9922 more characters)")):
+        with pytest.raises(ConfigurationError) as refused:
+            _engines.mode(engine, {engine.variable: given})
+        said = str(refused.value)
+        assert shown in said and len(said) < 300, said[:300]

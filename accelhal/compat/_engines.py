@@ -73,15 +73,17 @@ def mode(engine: Engine, environ: Mapping[str, str] | None = None) -> str:
     """
     from accelhal.errors import ConfigurationError
     from accelhal.process.settings import BOOLEAN_SPELLINGS, parse_bool
+    from accelhal.text import quote
 
-    raw = (os.environ if environ is None else environ).get(engine.variable, "").strip().lower()
+    given = (os.environ if environ is None else environ).get(engine.variable, "")
+    raw = given.strip().lower()
     if raw in ("", "auto"):
         return "auto"
     try:
         return "on" if parse_bool(engine.variable, raw) else "off"
     except ConfigurationError:
-        message = f"{engine.variable}={raw!r} is not one of {', '.join(MODES)} (on and off: {BOOLEAN_SPELLINGS})"
-        raise ConfigurationError(message, variable=engine.variable, value=raw) from None
+        message = f"{engine.variable}={quote(given)} is not one of {', '.join(MODES)} (on and off: {BOOLEAN_SPELLINGS})"
+        raise ConfigurationError(message, variable=engine.variable, value=given) from None
 
 
 def decide_for(
