@@ -78,6 +78,10 @@ MAX_DEVICES = 65_536
 """The most devices :meth:`~accelhal.Accelerator.device_count` may claim; more is an impossible answer (a C count of
 -1 read as unsigned is 4,294,967,295), which describing the devices one by one would take hours to show."""
 
+DEVICES_ASKED = 64
+"""The most devices whose answers are checked one by one (``accelhal doctor``, ``info``'s faults, the conformance
+kit): a runtime may claim any number up to :data:`MAX_DEVICES`."""
+
 NAME_SYNTAX = "[a-z][a-z0-9_]{0,31}"
 """A backend name: a lowercase letter, then up to 31 lowercase letters, digits or ``_`` (as a regular expression)."""
 _NAME_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz")

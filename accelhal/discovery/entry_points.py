@@ -238,7 +238,10 @@ def _scan(group: str) -> tuple[list[metadata.Distribution], bool]:
         if name in seen:
             continue
         seen.add(name)
-        text = _tolerant(dist).read_text("entry_points.txt")
+        try:
+            text = dist.read_text("entry_points.txt")
+        except UnicodeDecodeError:
+            text = _tolerant(dist).read_text("entry_points.txt")
         if text and header.search(text):
             found.append(dist)
     return found, cacheable

@@ -95,7 +95,7 @@ def _answer_checked(verdict: Verdict) -> Verdict:
     """``verdict`` if its fields have their types, its texts cut to :data:`REASON_LIMIT`; else a ``probe-error``."""
     status, reason, hint = verdict.status, verdict.reason, verdict.hint
     if not isinstance(status, Status):
-        known = isinstance(status, str) and status in _STATUS_VALUES
+        known = isinstance(status, str) and status in {member.value for member in Status}
         wanted = f"Status.{Status(status).name}" if known else "a Status member"
         return Verdict(
             Status.PROBE_ERROR,
@@ -113,9 +113,6 @@ def _answer_checked(verdict: Verdict) -> Verdict:
     from accelhal.text import shorten
 
     return Verdict(status, shorten(reason, REASON_LIMIT), None if hint is None else shorten(hint, REASON_LIMIT))
-
-
-_STATUS_VALUES = frozenset(status.value for status in Status)
 
 
 def _quoted(value: object) -> str:

@@ -18,9 +18,6 @@ if TYPE_CHECKING:
     from accelhal.contract.accelerator import Accelerator  # imports torch: a broken torch is the command's to report
 from accelhal.text import quote
 
-DEVICES_ASKED = 64
-"""The most devices whose answers are checked (a runtime may claim any number)."""
-
 
 @dataclass(frozen=True)
 class Fault:
@@ -51,7 +48,7 @@ def _type_name(expected: type | tuple[type, ...]) -> str:
 def runtime_faults(acc: Accelerator) -> Answers:
     """Ask ``acc`` what a description asks (availability, count, each device's name, memory, capability)."""
     from accelhal.cli.supervision.faults import bounded, describe
-    from accelhal.contract.spec import MAX_DEVICES
+    from accelhal.contract.spec import DEVICES_ASKED, MAX_DEVICES
 
     found = Answers()
 
