@@ -21,11 +21,14 @@ TOO_LONG = ["1e10", "1e300", str(MAX_SECONDS * 2)]
 """Numbers of seconds past :data:`MAX_SECONDS`, up to what no clock or C int holds."""
 
 
-@pytest.mark.parametrize("value", TOO_LONG)
-def test_a_timeout_past_the_bound_is_a_usage_error_naming_it(value: str) -> None:
-    result = run_accelhal("info", "--timeout", value)
+@pytest.mark.parametrize(
+    ("command", "value"), [*(("info", value) for value in [*TOO_LONG, "0.5", "0.001"]), ("doctor", "0.5")]
+)
+def test_a_timeout_out_of_its_range_is_a_usage_error_naming_it(command: str, value: str) -> None:
+    """The least is ``ACCELHAL_TIMEOUT``'s, the variable that is its default (doctor's discovery child takes it too)."""
+    result = run_accelhal(command, "--timeout", value)
     assert result.returncode == 2, result.output
-    assert f"'{value}' is not a positive number of seconds up to 1000000" in result.stderr
+    assert f"argument --timeout: '{value}' is not a number of seconds from 1 to 1000000" in result.stderr
     assert "Traceback" not in result.output and "OverflowError" not in result.output
 
 
@@ -40,14 +43,34 @@ def test_a_command_refuses_a_variable_past_the_bound_naming_it(variable: str, js
         json.loads(result.stdout)  # one document
 
 
-def test_a_hang_warning_past_the_bound_is_named_and_the_default_used() -> None:
-    """In a program: the watchdog's thread would otherwise sleep(1e300) and die of an ``OverflowError``."""
-    code = "import accelhal; print(accelhal.get_accelerator().name)"
-    result = run_accelhal(code=code, env={"ACCELHAL_HANG_WARNING_SECONDS": "1e300", "ACCELHAL_ACCELERATOR": "cpu"})
-    assert result.returncode == 0, result.output
-    assert result.stdout.split() == ["cpu"]
-    assert "ACCELHAL_HANG_WARNING_SECONDS='1e300' is not a positive number of seconds up to 1000000" in result.stderr
-    assert "OverflowError" not in result.stderr
+@pytest.mark.parametrize("value", ["abc", "-1", "0.1", "1e300"])
+def test_a_program_refuses_a_bad_hang_warning_as_it_refuses_any_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    """The first ``get_accelerator()`` raises, on the caller's thread; the watchdog's thread never reads it alone."""
+    monkeypatch.setenv("ACCELHAL_HANG_WARNING_SECONDS", value)
+    with pytest.raises(ConfigurationError) as info:
+        accelhal.get_accelerator()
+    assert info.value.variable == "ACCELHAL_HANG_WARNING_SECONDS"
+    said = f"ACCELHAL_HANG_WARNING_SECONDS='{value}' is not a number of seconds from 0.5 to 1000000 (for example 30)"
+    assert said in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "least"),
+    [
+        ("ACCELHAL_HANG_WARNING_SECONDS", "1e300", "0.5"),
+        ("ACCELHAL_HANG_WARNING_SECONDS", "0.001", "0.5"),
+        ("ACCELHAL_TIMEOUT", "0.5", "1"),
+    ],
+)
+def test_a_command_refuses_a_seconds_variable_out_of_its_range_naming_it(variable: str, value: str, least: str) -> None:
+    """The watchdog's thread would otherwise sleep(1e300) and die of an ``OverflowError``, or wake 1,000 times a s."""
+    result = run_accelhal("info", env={variable: value, "ACCELHAL_ACCELERATOR": "cpu"})
+    assert result.returncode == 2, result.output
+    said = f"accelhal: error: {variable}='{value}' is not a number of seconds from {least} to 1000000"
+    assert said in result.stderr, result.output
+    assert "Traceback" not in result.output and "OverflowError" not in result.output
 
 
 @pytest.mark.parametrize("priority", [str(PRIORITY_LIMIT + 1), str(-PRIORITY_LIMIT - 1), "10**5000"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accelhal.process.settings import VARIABLES
+from accelhal.process.settings import SECONDS_LEAST, VARIABLES
 from accelhal.selection import registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,6 +40,12 @@ def test_environment_page_lists_every_variable(site: Path) -> None:
     for variable in VARIABLES:
         assert variable.name in page
         assert " ".join(variable.help.split()) in page
+
+
+def test_environment_page_gives_each_seconds_variable_its_least_value(site: Path) -> None:
+    page = text(site / "reference" / "environment.html")
+    for name, least in SECONDS_LEAST.items():
+        assert f"{name} seconds, at least {least:g} " in page, name
 
 
 def test_priority_table_follows_the_registry(site: Path) -> None:

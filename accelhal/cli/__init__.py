@@ -83,13 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _seconds(text: str) -> float:
-    """A number of seconds for ``--timeout``, as :func:`accelhal.process.settings.seconds` reads it."""
-    from accelhal.process.settings import SECONDS_SYNTAX, seconds
+    """A number of seconds for ``--timeout``, as the variable it overrides (``ACCELHAL_TIMEOUT``) takes it."""
+    from accelhal.process.settings import seconds, seconds_range
     from accelhal.text import quote
 
-    value = seconds(text)
+    value = seconds(text, deadline.TIMEOUT_VARIABLE)
     if value is None:
-        raise argparse.ArgumentTypeError(f"{quote(text)} is not {SECONDS_SYNTAX} (for example 30)")
+        raise argparse.ArgumentTypeError(
+            f"{quote(text)} is not {seconds_range(deadline.TIMEOUT_VARIABLE)} (for example 30)"
+        )
     return value
 
 

@@ -42,17 +42,44 @@ SECONDS_DEFAULTS: dict[str, float] = {
 }
 """The default of every variable that takes a number of seconds; no other place writes these numbers."""
 
+SECONDS_LEAST: dict[str, float] = {
+    # a first call into a runtime (a driver starting) takes a good part of a second: below it, a sound one is "hung"
+    "ACCELHAL_TIMEOUT": 1.0,
+    "ACCELHAL_DOCTOR_TIMEOUT": 1.0,
+    # a tenth of a second is quick for an import or a probe by any measure: below it, healthy plugins are "slow"
+    "ACCELHAL_SLOW_PLUGIN_SECONDS": 0.1,
+    # a log line only (the call goes on); the watchdog's thread wakes once per this, at most twice a second
+    "ACCELHAL_HANG_WARNING_SECONDS": 0.5,
+    # ten polls of the lock (one every 0.1 s)
+    "ACCELHAL_OPS_LOCK_TIMEOUT": 1.0,
+    # the owner's heartbeat comes every quarter of it (at most 10 s); a shorter bound would be within the file
+    # system's timestamp granularity, attribute caching and the clock difference of the hosts sharing the cache, and
+    # break a live build's lock: two processes would build into one directory
+    "ACCELHAL_OPS_LOCK_STALE": 30.0,
+    # torch counts whole milliseconds (0.0001 s is 0 ms); the rendezvous waits for every rank to start
+    "ACCELHAL_DIST_TIMEOUT": 1.0,
+}
+"""The least value of every variable of :data:`SECONDS_DEFAULTS`: below it, the variable cannot mean what it says.
+
+:func:`parse_seconds` refuses a smaller value, and :data:`VARIABLES` shows it (``seconds, at least 1``).
+"""
+
 
 def _seconds_text(variable: str) -> str:
     """The default of a seconds variable as :data:`VARIABLES` shows it (``"60"``)."""
     return f"{SECONDS_DEFAULTS[variable]:g}"
 
 
+def _seconds_kind(variable: str) -> str:
+    """The kind of a seconds variable as :data:`VARIABLES` shows it, with its least value: ``"seconds, at least 1"``."""
+    return f"seconds, at least {SECONDS_LEAST[variable]:g}"
+
+
 def read_seconds(variable: str, environ: Mapping[str, str] | None = None) -> float:
     """The seconds ``variable`` (a key of :data:`SECONDS_DEFAULTS`) is set to in ``environ``, else its default.
 
     Raises:
-        ConfigurationError: naming the variable, where its value is not :data:`SECONDS_SYNTAX`.
+        ConfigurationError: naming the variable, where its value is not :func:`seconds_range`.
 
     >>> read_seconds("ACCELHAL_TIMEOUT", {}), read_seconds("ACCELHAL_TIMEOUT", {"ACCELHAL_TIMEOUT": "5"})
     (60.0, 5.0)
@@ -111,21 +138,21 @@ def _table() -> tuple[Variable, ...]:
         ),
         Variable(
             "ACCELHAL_DOCTOR_TIMEOUT",
-            "seconds",
+            _seconds_kind("ACCELHAL_DOCTOR_TIMEOUT"),
             _seconds_text("ACCELHAL_DOCTOR_TIMEOUT"),
             "accelhal doctor runs discovery in a child process first; a plugin step there (import, probe, "
             "construction) that takes longer than this is called hung, and doctor names the plugin to block.",
         ),
         Variable(
             "ACCELHAL_SLOW_PLUGIN_SECONDS",
-            "seconds",
+            _seconds_kind("ACCELHAL_SLOW_PLUGIN_SECONDS"),
             _seconds_text("ACCELHAL_SLOW_PLUGIN_SECONDS"),
             "accelhal doctor warns about a plugin whose import (with its registration hook) or a backend whose "
             "probe takes longer than this (measured in doctor's child process, after import torch).",
         ),
         Variable(
             "ACCELHAL_TIMEOUT",
-            "seconds",
+            _seconds_kind("ACCELHAL_TIMEOUT"),
             _seconds_text("ACCELHAL_TIMEOUT"),
             "The default of every accelhal command's timeout option: the longest a call into a device's runtime (a "
             "plugin's import, a probe, a construction, a device query) may take before the command calls it hung, "
@@ -134,11 +161,11 @@ def _table() -> tuple[Variable, ...]:
         ),
         Variable(
             "ACCELHAL_HANG_WARNING_SECONDS",
-            "seconds",
+            _seconds_kind("ACCELHAL_HANG_WARNING_SECONDS"),
             _seconds_text("ACCELHAL_HANG_WARNING_SECONDS"),
             "In a program, a plugin's import, a probe or a construction that has run this long during selection is "
             "logged once (a warning on the 'accelhal' logger naming the backend, the call and the variable that skips "
-            "it); the call goes on.",
+            "it); the call goes on. A bad value is refused by the first get_accelerator(), as any variable's is.",
         ),
         Variable(
             "ACCELHAL_DEEPSPEED",
@@ -164,21 +191,21 @@ def _table() -> tuple[Variable, ...]:
         ),
         Variable(
             "ACCELHAL_OPS_LOCK_TIMEOUT",
-            "seconds",
+            _seconds_kind("ACCELHAL_OPS_LOCK_TIMEOUT"),
             _seconds_text("ACCELHAL_OPS_LOCK_TIMEOUT"),
             "The longest a process waits for another process's build of the same op before raising "
             "BuildLockTimeoutError; a dead builder's lock is broken at once, whatever this says.",
         ),
         Variable(
             "ACCELHAL_OPS_LOCK_STALE",
-            "seconds",
+            _seconds_kind("ACCELHAL_OPS_LOCK_STALE"),
             _seconds_text("ACCELHAL_OPS_LOCK_STALE"),
             "A build lock whose heartbeat (its file's mtime, refreshed by the builder) is older than this is "
             "stale and broken: this is how a build killed on another host sharing the cache is detected.",
         ),
         Variable(
             "ACCELHAL_DIST_TIMEOUT",
-            "seconds",
+            _seconds_kind("ACCELHAL_DIST_TIMEOUT"),
             _seconds_text("ACCELHAL_DIST_TIMEOUT"),
             "The timeout accelhal.distributed.init_process_group gives torch.distributed when the caller passes none: "
             "the longest the rendezvous and any one collective wait for another rank (torch's own default is 30 "
@@ -476,6 +503,9 @@ class Settings:
     plugins: tuple[str, ...] | None = None
     block_plugins: tuple[str, ...] = ()
     strict: bool = False
+    hang_warning_seconds: float = SECONDS_DEFAULTS["ACCELHAL_HANG_WARNING_SECONDS"]
+    """``ACCELHAL_HANG_WARNING_SECONDS``: read here so that the first ``get_accelerator()`` refuses a bad value on
+    the caller's thread; the watchdog's thread reads it again (:mod:`accelhal.process.watchdog`)."""
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -495,6 +525,7 @@ class Settings:
             plugins=parse_name_list("ACCELHAL_PLUGINS", env.get("ACCELHAL_PLUGINS")),
             block_plugins=parse_name_list("ACCELHAL_BLOCK_PLUGINS", env.get("ACCELHAL_BLOCK_PLUGINS")) or (),
             strict=parse_bool("ACCELHAL_STRICT", env.get("ACCELHAL_STRICT")),
+            hang_warning_seconds=read_seconds("ACCELHAL_HANG_WARNING_SECONDS", env),
         )
 
 
@@ -522,35 +553,41 @@ MAX_SECONDS = 1_000_000.0
 A longer one would overflow the clocks, ``timedelta`` and C ints beneath the calls that wait, an ``OverflowError``
 from a thread, a timer or torch."""
 
-SECONDS_SYNTAX = f"a positive number of seconds up to {MAX_SECONDS:.0f}"
-"""What a number of seconds must be, in the words of every message that refuses one."""
 
+def seconds(raw: str, variable: str) -> float | None:
+    """``raw`` as a number of seconds that ``variable`` takes (:func:`seconds_range`); None where it is not one.
 
-def seconds(raw: str) -> float | None:
-    """``raw`` as a number of seconds, above 0 and at most :data:`MAX_SECONDS`; None where it is not one.
-
-    >>> seconds("2.5"), seconds("0"), seconds("1e300"), seconds("nan")
-    (2.5, None, None, None)
+    >>> [seconds(raw, "ACCELHAL_TIMEOUT") for raw in ("2.5", "0.5", "1e300", "nan")]
+    [2.5, None, None, None]
     """
     try:
         value = float(raw)
     except ValueError:
         return None
-    return value if 0 < value <= MAX_SECONDS else None
+    return value if SECONDS_LEAST[variable] <= value <= MAX_SECONDS else None
+
+
+def seconds_range(variable: str) -> str:
+    """What ``variable`` (a key of :data:`SECONDS_DEFAULTS`) must be, in words: from its least value to the most.
+
+    >>> seconds_range("ACCELHAL_DIST_TIMEOUT")
+    'a number of seconds from 1 to 1000000'
+    """
+    return f"a number of seconds from {SECONDS_LEAST[variable]:g} to {MAX_SECONDS:.0f}"
 
 
 def parse_seconds(variable: str, raw: str | None, default: float) -> float:
     """Parse ``variable``'s value ``raw`` as :func:`seconds` does; unset or blank is ``default``.
 
     Raises:
-        ConfigurationError: naming ``variable``, where ``raw`` is not :data:`SECONDS_SYNTAX`.
+        ConfigurationError: naming ``variable``, where ``raw`` is not :func:`seconds_range`.
     """
     if raw is None or not raw.strip():
         return default
-    value = seconds(raw)
+    value = seconds(raw, variable)
     if value is None:
         raise _bad_value(
-            f"{variable}={quote(raw)} is not {SECONDS_SYNTAX} (for example 600)",
+            f"{variable}={quote(raw)} is not {seconds_range(variable)} (for example {SECONDS_DEFAULTS[variable]:g})",
             variable=variable,
             value=raw,
         )

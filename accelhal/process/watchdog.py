@@ -175,14 +175,19 @@ def where(step: Step) -> str:
 
 
 def _delay() -> float:
+    """``ACCELHAL_HANG_WARNING_SECONDS``, read on this thread; its default where the value is bad.
+
+    A bad value is refused where selection reads its settings
+    (:meth:`~accelhal.process.settings.Settings.from_environ`, on the caller's thread), just after
+    the region that started this thread; raising here would end this thread, and raising in
+    :func:`_start` would fail the step being entered (``import torch`` records that as torch's failure).
+    """
     from accelhal.process.settings import SECONDS_DEFAULTS, read_seconds
 
     try:
         return read_seconds(HANG_WARNING_VARIABLE)
-    except Exception as exc:  # ConfigurationError, imported only for a bad value
-        default = SECONDS_DEFAULTS[HANG_WARNING_VARIABLE]
-        logger.warning("accelhal: %s; the watchdog uses %g s", exc, default)
-        return default
+    except Exception:  # ConfigurationError (imported only for a bad value), raised to the caller by Settings
+        return SECONDS_DEFAULTS[HANG_WARNING_VARIABLE]
 
 
 def _start() -> None:

@@ -26,6 +26,27 @@ def test_a_bad_value_of_a_variable_selection_does_not_read_is_a_problem(variable
     assert variable in found["bad-variable"]["title"] and repr(value) in found["bad-variable"]["detail"]
 
 
+BELOW_THE_LEAST = {
+    "ACCELHAL_TIMEOUT": ("0.5", "1"),
+    "ACCELHAL_DOCTOR_TIMEOUT": ("0.001", "1"),
+    "ACCELHAL_SLOW_PLUGIN_SECONDS": ("0.01", "0.1"),
+    "ACCELHAL_HANG_WARNING_SECONDS": ("0.1", "0.5"),
+    "ACCELHAL_DIST_TIMEOUT": ("0.0001", "1"),
+    "ACCELHAL_OPS_LOCK_TIMEOUT": ("0.5", "1"),
+}
+"""A value below the least each seconds variable takes, and that least (``ACCELHAL_OPS_LOCK_STALE``: in ops' tests)."""
+
+
+def test_each_seconds_variable_below_its_least_value_is_one_problem_naming_the_least() -> None:
+    env = {variable: value for variable, (value, _) in BELOW_THE_LEAST.items()}
+    result = run_accelhal("doctor", "--json", env={**env, "ACCELHAL_ACCELERATOR": "cpu"})
+    assert result.returncode == 1, result.output
+    details = [problem["detail"] for problem in result.json()["problems"] if problem["code"] == "bad-variable"]
+    for variable, (value, least) in BELOW_THE_LEAST.items():
+        said = f"{variable}='{value}' is not a number of seconds from {least} to 1000000"
+        assert sum(said in detail for detail in details) == 1, (said, details)
+
+
 @pytest.mark.parametrize("variable", ["ACCELHAL_BLOCK_PLUGINS", "ACCELHAL_PLUGINS"])
 def test_a_plugin_list_naming_no_installed_plugin_is_a_warning(variable: str) -> None:
     result = run_accelhal("doctor", "--json", env={variable: "cuda,cdua", "ACCELHAL_ACCELERATOR": "cpu"})

@@ -126,3 +126,15 @@ def test_ops_settings_defaults_and_validation(tmp_path: Path) -> None:
         OpsSettings.from_environ({"ACCELHAL_OPS_LOCK_TIMEOUT": "-1"})
     with pytest.raises(ConfigurationError, match="ACCELHAL_OPS_LOCK_STALE"):
         OpsSettings.from_environ({"ACCELHAL_OPS_LOCK_STALE": "soon"})
+
+
+@pytest.mark.parametrize(("variable", "least"), [("ACCELHAL_OPS_LOCK_TIMEOUT", 1.0), ("ACCELHAL_OPS_LOCK_STALE", 30.0)])
+def test_ops_lock_settings_take_no_less_than_their_least_value(variable: str, least: float) -> None:
+    """A stale bound of seconds would break a live build's lock (its heartbeat comes every quarter of it)."""
+    attribute = "lock_timeout" if variable.endswith("TIMEOUT") else "lock_stale"
+    assert getattr(OpsSettings.from_environ({variable: f"{least:g}"}), attribute) == least
+    below = f"{least / 2:g}"
+    with pytest.raises(ConfigurationError) as info:
+        OpsSettings.from_environ({variable: below})
+    assert info.value.variable == variable
+    assert f"{variable}='{below}' is not a number of seconds from {least:g} to 1000000" in str(info.value)

@@ -96,11 +96,10 @@ def _check_settings(ctx: Context) -> None:
             setattr(ctx, attribute, parse_seconds(variable, ctx.environ.get(variable), default))
         except ConfigurationError as exc:
             _bad_variable(ctx, exc)
-    for variable in ("ACCELHAL_TIMEOUT", "ACCELHAL_HANG_WARNING_SECONDS"):  # the command's deadline, the watchdog's
-        try:
-            parse_seconds(variable, ctx.environ.get(variable), 1.0)
-        except ConfigurationError as exc:
-            _bad_variable(ctx, exc)
+    try:  # the command's deadline (the watchdog's is one of the settings)
+        parse_seconds("ACCELHAL_TIMEOUT", ctx.environ.get("ACCELHAL_TIMEOUT"), 1.0)
+    except ConfigurationError as exc:
+        _bad_variable(ctx, exc)
     for read in _readers_beyond_selection():
         try:
             read(ctx.environ)
