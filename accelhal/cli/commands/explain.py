@@ -2,8 +2,8 @@
 
 The answer is one :class:`~accelhal.cli.output.models.Outcome`, with the evidence and a hint;
 ``generic``, where no backend has that name, is resolved as selection resolves it
-(:func:`accelhal.selection.generic.generic_backend`). An unknown or ambiguous name exits with 2,
-a failed selection with 1. See ``docs/reference/cli.md``.
+(:func:`accelhal.selection.generic.generic_backend`). An unknown or ambiguous name, or a
+bad variable (:func:`unconfigured`), exits with 2; a failed selection with 1. See ``docs/reference/cli.md``.
 """
 
 from __future__ import annotations
@@ -269,12 +269,30 @@ def _explain_generic(report: DetectionReport, registry: Registry, known: list[st
     return output.model_copy(update={"alias": GENERIC_ALIAS, "summary": reached + output.summary})
 
 
+def unconfigured(name: str | None, report: DetectionReport, error: str) -> ExplainOutput:
+    """Selection stopped at a bad variable (``error``), before any plugin was discovered: no backend is known."""
+    return ExplainOutput(
+        name=name,
+        active=None,
+        outcome=Outcome.SELECTION_FAILED,
+        summary=sentence(f"no backend is active: {error}"),
+        details=["selection stopped before discovering any plugin, so no backend is known"],
+        known=[],
+        torch=report.torch,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the explanation; exit 2 for an unknown name, 1 when selection failed."""
+    """Print the explanation; exit 2 for an unknown name or a bad variable, 1 when selection failed."""
+    from accelhal.errors import ConfigurationError
     from accelhal.selection import detect, registry
 
     name = args.name.strip().lower() if args.name is not None else None
-    report, known = detect(), registry()
+    report = detect()  # runs selection if not yet done
+    try:
+        known = registry()
+    except ConfigurationError as exc:  # the error selection stopped at
+        return render.refuse(str(exc), unconfigured(name, report, str(exc)) if args.json else None)
     if name is not None and name not in known.backends:
         known.load_deferred()  # a plugin not imported under a forced backend may provide it
     output = explain(name, report, known)

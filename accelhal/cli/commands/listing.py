@@ -43,16 +43,13 @@ def backend_entries(report: DetectionReport, registry: Registry) -> list[Backend
     return entries
 
 
-def collect() -> ListOutput:
-    """Run selection (if not yet done) and list what it saw."""
-    from accelhal.selection import detect, registry
-
-    report = detect()
+def collect(report: DetectionReport, backends: list[BackendEntry]) -> ListOutput:
+    """What selection saw: ``report`` and the ``backends`` it ranked."""
     return ListOutput(
         chosen=report.chosen,
         rule=report.rule,
         error=report.error,
-        backends=backend_entries(report, registry()),
+        backends=backends,
         plugins=report.plugins,
         failures=report.failures,
         torch=report.torch,
@@ -123,8 +120,19 @@ def _plugins(out: Console, output: ListOutput) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the backends, the plugins and the failures; exit status 1 when selection failed."""
-    output = collect()
+    """Print the backends, the plugins and the failures; exit status 1 when selection failed, 2 for a bad variable.
+
+    A bad variable stops selection before any plugin is discovered: ``--json`` lists no backend, with the error.
+    """
+    from accelhal.errors import ConfigurationError
+    from accelhal.selection import detect, registry
+
+    report = detect()  # runs selection if not yet done
+    try:
+        registered = registry()
+    except ConfigurationError as exc:  # the error selection stopped at
+        return render.refuse(str(exc), collect(report, []) if args.json else None)
+    output = collect(report, backend_entries(report, registered))
     status = 0 if output.error is None else 1
     if args.json:
         render.print_json(output)

@@ -297,6 +297,19 @@ def error(message: str) -> None:
     _line("accelhal: error: ", "bold red", message)
 
 
+def refuse(message: str, document: BaseModel | None) -> int:
+    """A user mistake: ``document`` (the command's own, under ``--json``) and the ``accelhal: error:`` line.
+
+    Returns the exit status, :data:`~accelhal.cli.output.status.USAGE_ERROR`.
+    """
+    from accelhal.cli.output.status import USAGE_ERROR
+
+    if document is not None:
+        print_json(document)
+    error(message)
+    return USAGE_ERROR
+
+
 def note(message: str) -> None:
     """Print ``accelhal: note: message`` to stderr, beside output meant for another program: one line when piped."""
     _line("accelhal: note: ", "bold yellow", message)
