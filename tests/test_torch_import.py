@@ -4,7 +4,8 @@ Staged as pip lays a distribution out (a module and its ``.dist-info`` with the 
 point), on ``PYTHONPATH`` of a fresh process: torch's real backend autoload loads it
 during ``import torch``. The same distribution also registers an accelhal backend that
 requires the vendor module, with its hint on making the runtime load. The real wheel of
-a real vendor (``torch_npu``) is exercised by ``tests/test_vendor_stacks.py``.
+a real vendor (``torch_npu``) is exercised by ``tests/test_vendor_stacks.py``. The autoload also
+fails on an unrelated distribution whose ``entry_points.txt`` is not UTF-8 (the last tests).
 """
 
 from __future__ import annotations
@@ -194,3 +195,50 @@ def test_a_failure_before_accelhal_tried_is_recognised_not_repeated(broken: Call
     assert result.returncode == 0, result.output
     assert "'import torch' failed earlier in this process, before accelhal imported it" in result.stdout
     assert "TORCH_LIBRARY" not in result.output
+
+
+NOT_UTF8 = b"[console_scripts]\nlatin-tool = latin_tool:main  # caf\xe9\n"
+"""An ``entry_points.txt`` that an old tool wrote in Latin-1; ``importlib.metadata`` raises on it."""
+
+RAISED = """
+import accelhal
+try:
+    accelhal.get_accelerator()
+except accelhal.BackendUnavailableError as exc:
+    print(exc)
+"""
+
+
+@pytest.fixture
+def latin_tool(tmp_path: Path) -> Path:
+    """An unrelated distribution whose ``entry_points.txt`` is not UTF-8: its ``.dist-info`` directory."""
+    info = lay_out(tmp_path / "site", "latin-tool", "0.9")
+    (info / "entry_points.txt").write_bytes(NOT_UTF8)
+    return info
+
+
+def test_an_unrelated_entry_points_file_that_is_not_utf8_is_named_not_torch(latin_tool: Path) -> None:
+    """Before, the hint said to reinstall torch; torch is fine, the other distribution's file is not UTF-8."""
+    result = run_accelhal(code=RAISED, env={"PYTHONPATH": str(latin_tool.parent)})
+    assert result.returncode == 0, result.output
+    message = result.stdout.strip()
+    file = str(latin_tool / "entry_points.txt")
+    assert (
+        "cpu: broken (torch itself cannot load: 'import torch' runs torch's backend autoload, which reads the entry "
+        f"points of every installed distribution, and {file!r} of latin_tool 0.9 is not UTF-8 (UnicodeDecodeError: "
+        "'utf-8' codec can't decode byte 0xe9 in position 53: invalid continuation byte).)"
+    ) in message
+    assert message.partition(" Hint: ")[2] == (
+        "Repair or remove latin_tool 0.9, whose file is not UTF-8: reinstall it (pip install --force-reinstall "
+        "latin_tool), or save that file as UTF-8, or uninstall it (pip uninstall latin_tool); torch itself needs no "
+        "repair. Or set TORCH_DEVICE_BACKEND_AUTOLOAD=0 so that 'import torch' skips its backend autoload, which "
+        "reads that file; accelhal then probes the vendor backends itself."
+    )
+
+
+def test_turning_autoload_off_gets_past_an_entry_points_file_that_is_not_utf8(latin_tool: Path) -> None:
+    code = "import accelhal; print(accelhal.get_accelerator().name)"
+    env = {"PYTHONPATH": str(latin_tool.parent), "TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    result = run_accelhal(code=code, env=env)
+    assert result.returncode == 0, result.output
+    assert result.stdout.split() == ["cpu"]

@@ -18,7 +18,7 @@ from typing import Any
 from accelhal.plain_record import field, record
 from accelhal.process import watchdog
 from accelhal.process.vendor_output import stdout_to_stderr
-from accelhal.text import sentence
+from accelhal.text import quote, sentence, shorten
 
 IMPORT_SECONDS = 60.0
 """The least time the ``accelhal`` command allows ``import torch`` whatever its ``--timeout`` (a slow disk)."""
@@ -35,6 +35,8 @@ _AUTOLOAD_FUNCTION = "_import_device_backends"
 """The function of ``torch/__init__.py`` that loads the entry points (its frame names the culprit)."""
 _AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "
 """torch's message naming the failed entry point (compiled by :mod:`re` on first use: only a failure needs it)."""
+_PATH_LIMIT = 240
+"""The characters of a file's path that a reason quotes (a site-packages path is rarely half as long)."""
 
 
 def first_line(exc: BaseException) -> str:
@@ -79,6 +81,9 @@ class TorchImport:
     """True when the failed import happened before accelhal tried (it was not repeated)."""
     warning: str | None = None
     """The warning category raised as an error (``"UserWarning"``) when the process turns warnings into errors."""
+    undecodable: str | None = None
+    """The path of the distribution file that is not UTF-8 when reading it failed torch's backend autoload (``"?"``
+    where the file was not found)."""
 
     @property
     def loaded(self) -> bool:
@@ -174,6 +179,7 @@ def _import() -> TorchImport:
         autoload=_autoload_culprit(failure),
         output=captured.text,
         warning=type(failure).__name__ if isinstance(failure, Warning) else None,
+        undecodable=_undecodable_file(failure),
     )
     _refuse_later_imports(found)
     return found
@@ -231,6 +237,29 @@ def _entry_point_in_frames(tb: TracebackType | None) -> Any:
     return None
 
 
+def _undecodable_file(failure: BaseException) -> str | None:
+    """Return the file that is not UTF-8 when ``failure`` is torch's autoload failing to read the entry points.
+
+    torch lists the ``torch.backends`` entry points, reading every distribution's ``entry_points.txt``,
+    outside its ``try`` around each one: ``importlib.metadata``'s error comes unwrapped. The file is
+    the one that the ``read_text`` frame of a distribution below torch's frame reads; ``"?"`` where
+    no frame says.
+    """
+    if not isinstance(failure, UnicodeDecodeError):
+        return None
+    tb, autoload, found = failure.__traceback__, False, "?"
+    while tb is not None:
+        frame = tb.tb_frame
+        autoload = autoload or frame.f_code.co_name == _AUTOLOAD_FUNCTION
+        if autoload and frame.f_code.co_name == "read_text":
+            dist, filename = frame.f_locals.get("self"), frame.f_locals.get("filename")
+            directory = getattr(dist, "_path", None)
+            if isinstance(dist, metadata.Distribution) and isinstance(directory, os.PathLike):
+                found = os.path.join(directory, str(filename))
+        tb = tb.tb_next
+    return found if autoload else None
+
+
 def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
     """Return what :func:`attempt` found, with the verdict reason and the fixes.
 
@@ -242,15 +271,57 @@ def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
     found = attempt()
     if found.loaded:
         return TorchDiagnosis(True, None, None, None, found.output, None)
+    if found.undecodable is not None:
+        reason, fixes = _undecodable(found.undecodable, found.error)
+    else:
+        reason, fixes = _reason(found), _fixes(found, runtime_hints or {})
     return TorchDiagnosis(
         loaded=False,
         error=found.error,
         cause=found.cause,
         autoload=found.autoload,
         output=found.output,
-        reason=_reason(found),
-        fixes=_fixes(found, runtime_hints or {}),
+        reason=reason,
+        fixes=fixes,
     )
+
+
+def _named_by_directory(file: str) -> tuple[str, str]:
+    """The name and version of the distribution holding ``file``, as its directory is named (``foo-1.0.dist-info``).
+
+    Its ``METADATA`` is not read: it may be no more UTF-8 than the file that failed.
+    """
+    stem, _, suffix = os.path.basename(os.path.dirname(file)).rpartition(".")
+    name, _, version = stem.partition("-")
+    if suffix not in ("dist-info", "egg-info") or not name:
+        return "?", "?"
+    return name, version.partition("-")[0] or "?"
+
+
+def _undecodable(file: str, error: str | None) -> tuple[str, list[str]]:
+    """The reason and the fixes when torch's autoload could not read ``file``, which is not UTF-8 (``"?"``: unknown)."""
+    name, version = _named_by_directory(file) if file != "?" else ("?", "?")
+    where = "an installed distribution's entry_points.txt" if file == "?" else quote(file, _PATH_LIMIT)
+    subject, install, uninstall = "the distribution", "", ""
+    if name != "?":
+        name = shorten(name)
+        subject = f"{name} {shorten(version)}"
+        where += f" of {subject}"
+        install, uninstall = f" (pip install --force-reinstall {name})", f" (pip uninstall {name})"
+    reason = (
+        "torch itself cannot load: 'import torch' runs torch's backend autoload, which reads the entry points of "
+        f"every installed distribution, and {where} is not UTF-8 ({error})"
+    )
+    return sentence(reason), [
+        sentence(
+            f"Repair or remove {subject}, whose file is not UTF-8: reinstall it{install}, or save that file as UTF-8, "
+            f"or uninstall it{uninstall}; torch itself needs no repair"
+        ),
+        sentence(
+            f"Or set {AUTOLOAD_VARIABLE}=0 so that 'import torch' skips its backend autoload, which reads that file; "
+            "accelhal then probes the vendor backends itself"
+        ),
+    ]
 
 
 def _reason(found: TorchImport) -> str:
