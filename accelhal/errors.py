@@ -111,6 +111,18 @@ class PluginError(AccelhalError):
         self.hint = hint
 
 
+class MetadataError(AccelhalError, RuntimeError):
+    """An installed distribution's metadata file is not UTF-8, and a library that reads every one (pydantic) raised.
+
+    ``file`` is that file's path, ``None`` where the error did not say; the message names its
+    distribution and what to do.
+    """
+
+    def __init__(self, message: str, *, file: str | None = None) -> None:
+        super().__init__(message)
+        self.file = file
+
+
 class ContractError(AccelhalError, TypeError):
     """An object or class does not honour the :class:`accelhal.Accelerator` contract."""
 

@@ -29,8 +29,33 @@ if TYPE_CHECKING:
     from accelhal.discovery.records import Decision
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+def _unreadable_metadata(exc: UnicodeDecodeError) -> Exception:
+    """Return the :class:`~accelhal.errors.MetadataError` for pydantic's plugin loader failing with ``exc``.
+
+    pydantic lists every installed distribution's entry points when the first model is defined, and
+    ``importlib.metadata`` raises on an ``entry_points.txt`` that is not UTF-8.
+    """
+    from accelhal.errors import MetadataError
+    from accelhal.process.undecodable_metadata import UndecodableFile, undecodable_file
+
+    found = undecodable_file(exc) or UndecodableFile.at(None)
+    commands = found.pip_commands
+    repair = f" ({commands[0]}, or {commands[1]})" if commands else ""
+    return MetadataError(
+        f"pydantic, which accelhal's reports use, cannot load its plugins: it reads the entry points of every "
+        f"installed distribution, and {found.where} is not UTF-8 ({type(exc).__name__}: {exc}); repair or remove "
+        f"{found.subject}{repair}, or set PYDANTIC_DISABLE_PLUGINS=__all__ (pydantic's switch that loads no plugin)",
+        file=found.path,
+    )
+
+
+try:  # the first pydantic model: pydantic's plugin loader reads every distribution's entry points here
+
+    class _Model(BaseModel):
+        model_config = ConfigDict(frozen=True, extra="forbid", from_attributes=True)
+
+except UnicodeDecodeError as exc:
+    raise _unreadable_metadata(exc) from exc
 
 
 class CandidateReport(_Model):

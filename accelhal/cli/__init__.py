@@ -15,17 +15,26 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from accelhal._version import __version__
-from accelhal.cli.commands import check, doctor, explain, info, listing, ray_resources, schema
 from accelhal.cli.output.status import FAILED, USAGE_ERROR
 from accelhal.cli.output.warnings_filter import hide_torch_numpy_warning
 from accelhal.cli.supervision import deadline
 
-_SUBCOMMANDS = (info, listing, explain, doctor, check, schema, ray_resources)
-"""Each module names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``),
-adds its arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``."""
+
+def subcommands() -> tuple[ModuleType, ...]:
+    """Return the subcommands' modules, in the order ``--help`` lists them.
+
+    Each names its subcommand (``NAME``, ``HELP``, ``DESCRIPTION``, optional ``USAGE``), adds its
+    arguments in an optional ``configure(parser)`` and runs it in ``run(args) -> int``. Importing them
+    defines the reports' pydantic models (:class:`~accelhal.errors.MetadataError` where pydantic
+    cannot list the installed distributions).
+    """
+    from accelhal.cli.commands import check, doctor, explain, info, listing, ray_resources, schema
+
+    return info, listing, explain, doctor, check, schema, ray_resources
 
 
 class UsageError(Exception):
@@ -67,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="the longest a call into a device's runtime may take before it is called hung and the command goes on "
         f"without it (default: {deadline.TIMEOUT_VARIABLE}, else {deadline.DEFAULT_TIMEOUT:g})",
     )
-    for module in _SUBCOMMANDS:
+    for module in subcommands():
         command = sub.add_parser(
             module.NAME,
             parents=[json_flag],
@@ -119,7 +128,7 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
     into device runtimes are bounded by ``--timeout`` (:mod:`accelhal.cli.supervision.deadline`); without it, in
     this process, unbounded.
     """
-    from accelhal.errors import AccelhalError
+    from accelhal.errors import AccelhalError, MetadataError
 
     hide_torch_numpy_warning()  # before anything imports torch
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -127,7 +136,11 @@ def main(argv: Sequence[str] | None = None, *, bounded: bool = False) -> int:
     if "--" in argv:  # what follows '--' is for pytest (accelhal check)
         split = argv.index("--")
         argv, passthrough = argv[:split], argv[split + 1 :]
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except MetadataError as exc:  # no command can run, nor write its document: pydantic cannot define one
+        sys.stderr.write(f"accelhal: error: {exc}\n")
+        return FAILED
     try:
         args = _parse(parser, argv)
         if passthrough:

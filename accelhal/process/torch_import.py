@@ -18,7 +18,7 @@ from typing import Any
 from accelhal.plain_record import field, record
 from accelhal.process import watchdog
 from accelhal.process.vendor_output import stdout_to_stderr
-from accelhal.text import quote, sentence, shorten
+from accelhal.text import sentence
 
 IMPORT_SECONDS = 60.0
 """The least time the ``accelhal`` command allows ``import torch`` whatever its ``--timeout`` (a slow disk)."""
@@ -35,8 +35,6 @@ _AUTOLOAD_FUNCTION = "_import_device_backends"
 """The function of ``torch/__init__.py`` that loads the entry points (its frame names the culprit)."""
 _AUTOLOAD_MESSAGE = r"Failed to load the backend extension: (?P<name>.+?)\. "
 """torch's message naming the failed entry point (compiled by :mod:`re` on first use: only a failure needs it)."""
-_PATH_LIMIT = 240
-"""The characters of a file's path that a reason quotes (a site-packages path is rarely half as long)."""
 
 
 def first_line(exc: BaseException) -> str:
@@ -241,23 +239,15 @@ def _undecodable_file(failure: BaseException) -> str | None:
     """Return the file that is not UTF-8 when ``failure`` is torch's autoload failing to read the entry points.
 
     torch lists the ``torch.backends`` entry points, reading every distribution's ``entry_points.txt``,
-    outside its ``try`` around each one: ``importlib.metadata``'s error comes unwrapped. The file is
-    the one that the ``read_text`` frame of a distribution below torch's frame reads; ``"?"`` where
-    no frame says.
+    outside its ``try`` around each one: ``importlib.metadata``'s error comes unwrapped. ``"?"`` where
+    the traceback does not say which file.
     """
     if not isinstance(failure, UnicodeDecodeError):
         return None
-    tb, autoload, found = failure.__traceback__, False, "?"
-    while tb is not None:
-        frame = tb.tb_frame
-        autoload = autoload or frame.f_code.co_name == _AUTOLOAD_FUNCTION
-        if autoload and frame.f_code.co_name == "read_text":
-            dist, filename = frame.f_locals.get("self"), frame.f_locals.get("filename")
-            directory = getattr(dist, "_path", None)
-            if isinstance(dist, metadata.Distribution) and isinstance(directory, os.PathLike):
-                found = os.path.join(directory, str(filename))
-        tb = tb.tb_next
-    return found if autoload else None
+    from accelhal.process.undecodable_metadata import undecodable_file
+
+    found = undecodable_file(failure, below=_AUTOLOAD_FUNCTION)
+    return None if found is None else found.path or "?"
 
 
 def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
@@ -286,28 +276,14 @@ def diagnose(runtime_hints: Mapping[str, str] | None = None) -> TorchDiagnosis:
     )
 
 
-def _named_by_directory(file: str) -> tuple[str, str]:
-    """The name and version of the distribution holding ``file``, as its directory is named (``foo-1.0.dist-info``).
-
-    Its ``METADATA`` is not read: it may be no more UTF-8 than the file that failed.
-    """
-    stem, _, suffix = os.path.basename(os.path.dirname(file)).rpartition(".")
-    name, _, version = stem.partition("-")
-    if suffix not in ("dist-info", "egg-info") or not name:
-        return "?", "?"
-    return name, version.partition("-")[0] or "?"
-
-
 def _undecodable(file: str, error: str | None) -> tuple[str, list[str]]:
     """The reason and the fixes when torch's autoload could not read ``file``, which is not UTF-8 (``"?"``: unknown)."""
-    name, version = _named_by_directory(file) if file != "?" else ("?", "?")
-    where = "an installed distribution's entry_points.txt" if file == "?" else quote(file, _PATH_LIMIT)
-    subject, install, uninstall = "the distribution", "", ""
-    if name != "?":
-        name = shorten(name)
-        subject = f"{name} {shorten(version)}"
-        where += f" of {subject}"
-        install, uninstall = f" (pip install --force-reinstall {name})", f" (pip uninstall {name})"
+    from accelhal.process.undecodable_metadata import UndecodableFile
+
+    found = UndecodableFile.at(None if file == "?" else file)
+    commands = found.pip_commands
+    install, uninstall = (f" ({commands[0]})", f" ({commands[1]})") if commands else ("", "")
+    where, subject = found.where, found.subject if found.name else "the distribution"
     reason = (
         "torch itself cannot load: 'import torch' runs torch's backend autoload, which reads the entry points of "
         f"every installed distribution, and {where} is not UTF-8 ({error})"

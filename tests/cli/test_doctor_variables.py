@@ -62,3 +62,24 @@ def test_a_plugin_list_naming_no_installed_plugin_is_a_warning(variable: str) ->
 def test_a_plugin_list_naming_plugins_or_their_distribution_is_no_finding(listed: str) -> None:
     result = run_accelhal("doctor", "--json", env={"ACCELHAL_BLOCK_PLUGINS": listed, "ACCELHAL_ACCELERATOR": "cpu"})
     assert "plugin-list-unmatched" not in problems(result), result.output
+
+
+BAD_SELECTION = {
+    "ACCELHAL_ACCELERATOR": "bad name!",
+    "ACCELHAL_PLUGINS": ",,",
+    "ACCELHAL_STRICT": "maybe",
+    "ACCELHAL_HANG_WARNING_SECONDS": "abc",
+    "ACCELHAL_OPS_LOCK_TIMEOUT": "-1",
+    "ACCELHAL_OPS_LOCK_STALE": "1e300",
+}
+"""Bad values of variables selection reads, and two of one reader beyond it (the op builders'), as they are read."""
+
+
+def test_each_bad_variable_is_its_own_finding_and_discovery_refusing_them_is_no_crash() -> None:
+    result = run_accelhal("doctor", "--json", env=BAD_SELECTION)
+    assert result.returncode == 1, result.output
+    found = result.json()["problems"]
+    assert [problem["code"] for problem in found] == ["bad-variable"] * len(BAD_SELECTION), found
+    for (variable, value), problem in zip(BAD_SELECTION.items(), found, strict=True):
+        assert problem["title"] == f"{variable} has an invalid value", found
+        assert f"{variable}={value!r}" in problem["detail"], found

@@ -10,7 +10,6 @@ is named and blocked here. No check creates a device context.
 
 from __future__ import annotations
 
-import importlib.metadata as metadata
 import inspect
 import os
 import sys
@@ -83,11 +82,29 @@ def _bad_variable(ctx: Context, exc: ConfigurationError) -> None:
     )
 
 
+def _each_bad_variable(ctx: Context, read: Callable[[Mapping[str, str]], object]) -> object | None:
+    """Return what ``read`` makes of the environment; ``None`` after naming each bad variable it refuses.
+
+    ``read`` stops at the first bad variable: it reads again without each one it named, so that one
+    run of the doctor names them all.
+    """
+    environ, bad = dict(ctx.environ), False
+    while True:
+        try:
+            value = read(environ)
+        except ConfigurationError as exc:
+            _bad_variable(ctx, exc)
+            bad = True
+            if exc.variable not in environ:
+                return None
+            del environ[exc.variable]
+        else:
+            return None if bad else value
+
+
 def _check_settings(ctx: Context) -> None:
-    try:
-        ctx.settings = Settings.from_environ(ctx.environ)
-    except ConfigurationError as exc:
-        _bad_variable(ctx, exc)
+    settings = _each_bad_variable(ctx, Settings.from_environ)
+    ctx.settings = settings if isinstance(settings, Settings) else None
     for variable, default, attribute in (
         ("ACCELHAL_DOCTOR_TIMEOUT", DOCTOR_TIMEOUT, "step_limit"),
         ("ACCELHAL_SLOW_PLUGIN_SECONDS", SLOW_PLUGIN_SECONDS, "slow_seconds"),
@@ -101,10 +118,7 @@ def _check_settings(ctx: Context) -> None:
     except ConfigurationError as exc:
         _bad_variable(ctx, exc)
     for read in _readers_beyond_selection():
-        try:
-            read(ctx.environ)
-        except ConfigurationError as exc:
-            _bad_variable(ctx, exc)
+        _each_bad_variable(ctx, read)
 
 
 def _readers_beyond_selection() -> tuple[Callable[[Mapping[str, str]], object], ...]:
@@ -158,15 +172,20 @@ def _imports_torch(env: dict[str, str], code: str = "import torch") -> tuple[boo
 
 
 def _torch_backend_culprits(env: dict[str, str]) -> list[str]:
-    """Each ``torch.backends`` entry point, with its error when loading it fails."""
+    """Each ``torch.backends`` entry point, with its error when loading it fails.
+
+    Read as accelhal reads entry points: a distribution file that is not UTF-8 does not stop the list.
+    """
+    from accelhal.discovery.entry_points import find
+
     quiet = {**env, _AUTOLOAD: "0"}
     found = []
-    for ep in metadata.entry_points(group="torch.backends"):
+    for ep in find("torch.backends"):
         dist = getattr(ep, "dist", None)
         where = f"{dist.metadata['Name']} {dist.version}" if dist is not None else "unknown distribution"
         code = (
-            "import importlib.metadata as m, torch\n"
-            f"ep = next(e for e in m.entry_points(group='torch.backends') if e.name == {ep.name!r})\n"
+            "import torch\nfrom accelhal.discovery.entry_points import find\n"
+            f"ep = next(e for e in find('torch.backends') if e.name == {ep.name!r})\n"
             "ep.load()()"
         )
         ok, error = _imports_torch(quiet, code)
@@ -182,16 +201,22 @@ def _check_torch_import(ctx: Context) -> None:
         return
     ctx.torch_imports = False
     if torch_import.autoload_on(ctx.environ) and _imports_torch({**ctx.environ, _AUTOLOAD: "0"})[0]:
-        culprits = _torch_backend_culprits(ctx.environ)
+        reason, fixes = _torch_diagnosis()
+        undecodable = error.startswith(f"{UnicodeDecodeError.__name__}:")  # torch's read of every entry_points.txt
+        if undecodable and reason:
+            detail = f"{reason} 'import torch' works with {_AUTOLOAD}=0."
+        else:
+            detail = sentence(
+                f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry points: "
+                + "; ".join(_torch_backend_culprits(ctx.environ))
+            )
+        culprit = "a distribution file that is not UTF-8" if undecodable else "a vendor package"
         ctx.problems.append(
             Problem(
                 code="torch-autoload",
-                title="a vendor package breaks 'import torch' through torch's backend autoload",
-                detail=sentence(
-                    f"'import torch' fails ({error}) but works with {_AUTOLOAD}=0. torch.backends entry points: "
-                    + "; ".join(culprits)
-                ),
-                fix=_torch_fixes()
+                title=f"{culprit} breaks 'import torch' through torch's backend autoload",
+                detail=detail,
+                fix=fixes
                 or f"Export {_AUTOLOAD}=0 (then import the vendor package yourself), or repair or "
                 "uninstall the distribution whose entry point fails.",
             )
@@ -249,7 +274,10 @@ def _check_isolation(ctx: Context) -> None:
         )
     if guard.blocked:
         os.environ[_BLOCK] = block_plugins_with(ctx.environ.get(_BLOCK), guard.blocked)
-    ctx.discovery_survives = guard.completed
+    refused = guard.answer.get("refused")
+    ctx.discovery_survives = guard.completed and refused is None  # selection refuses a bad variable
+    if refused is not None and ctx.settings is not None:  # one the settings check did not name
+        _bad_variable(ctx, ConfigurationError(refused, variable=guard.answer.get("variable")))
     if guard.unexplained is not None:
         ctx.problems.append(
             Problem(
@@ -304,12 +332,12 @@ def _check_launcher(ctx: Context) -> None:
         _bad_variable(ctx, exc)
 
 
-def _torch_fixes() -> str:
-    """The selection's own fixes for a torch that cannot load (this process imports torch once, safely)."""
+def _torch_diagnosis() -> tuple[str, str]:
+    """The selection's own reason and fixes for a torch that cannot load (this process imports torch once, safely)."""
     from accelhal.selection import detect
 
     torch = detect().torch
-    return " ".join(torch.fixes) if torch is not None else ""
+    return (torch.reason or "", " ".join(torch.fixes)) if torch is not None else ("", "")
 
 
 def _check_selection(ctx: Context) -> None:

@@ -74,7 +74,8 @@ class Outcome:
     torch_error: str | None = None
     """``import torch`` failed in the child: the last line of its error."""
     answer: dict[str, Any] = field(default_factory=dict)
-    """The completed child's timings (``plugins`` and ``candidates``, with their seconds)."""
+    """The completed child's timings (``plugins`` and ``candidates``, with their seconds); or, where selection
+    refused a bad variable, ``refused`` (its message) and ``variable``."""
     blocked: list[str] = field(default_factory=list)
     """The plugins blocked to complete discovery (also named by the faults)."""
 
@@ -114,11 +115,16 @@ def child_main(known_hangs: list[dict[str, Any]] | None = None) -> None:
         emit(answers, RESULT_PREFIX, {"torch_error": f"{type(exc).__name__}: {exc}"})
         return
     import accelhal.report  # noqa: F401  (pydantic, which detect() needs, is not a plugin's time either)
+    from accelhal.errors import ConfigurationError
     from accelhal.selection import detect, registry
 
     emit(steps, STEP_PREFIX, ["select", "", "", ""])
-    report = detect()
-    loaded = registry()
+    try:
+        report = detect()
+        loaded = registry()
+    except ConfigurationError as exc:  # a bad variable, which the settings check names: no crash
+        emit(answers, RESULT_PREFIX, {"refused": str(exc), "variable": exc.variable})
+        return
     loaded.load_deferred()
     emit(steps, STEP_PREFIX, ["answer", "", "", ""])
     emit(

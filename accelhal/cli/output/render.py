@@ -14,7 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from pydantic import BaseModel
 from rich import box
@@ -24,8 +24,10 @@ from rich.table import Table
 from rich.text import Text
 
 from accelhal.contract.spec import Status
-from accelhal.report import TorchImportReport
 from accelhal.text import CONTROL_CHARACTERS, hint_sentence, sentence, visible
+
+if TYPE_CHECKING:
+    from accelhal.report import TorchImportReport
 
 STATUS_STYLES: dict[str, str] = {
     Status.AVAILABLE.value: "green",
