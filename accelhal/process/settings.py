@@ -265,6 +265,13 @@ def _table() -> tuple[Variable, ...]:
             "TMPDIR", "directory", "/tmp", "Where the capture of vendor output (stdout sent to stderr) keeps its file."
         ),
         Variable(
+            "COLUMNS",
+            "number",
+            "the terminal's width",
+            "The terminal's own: the width of the accelhal command's text output on a terminal, kept within 40 to "
+            "80 columns; piped output is 80 columns whatever it says.",
+        ),
+        Variable(
             "TORCH_EXTENSIONS_DIR",
             "directory",
             "torch's default",

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import Result, clean_env, run_accelhal
+from tests.conftest import InstallDistribution
+from tests.plugin_sources import backend_plugin
 
 NOISY_RUNTIME = """
     import ctypes, os
@@ -153,3 +155,39 @@ def test_captured_text_keeps_the_order_python_and_native_code_wrote_it(unbuffere
     done = subprocess.run([sys.executable, "-c", ORDER], env=env, capture_output=True, text=True, check=True)
     assert done.stdout == repr("python line\nnative line\npython again\n") + "\n"
     assert done.stderr == "python line\nnative line\npython again\n"  # the block's output goes to stderr
+
+
+CHATTY = """
+import os
+import threading
+import time
+
+
+def _chatter():  # a runtime's logging thread: it writes to descriptor 1 until the process ends
+    while True:
+        os.write(1, b"chatty thread: os.write\\n")
+        print("chatty thread: print", flush=True)
+        time.sleep(0.002)
+
+
+def _starts_a_thread():
+    threading.Thread(target=_chatter, name="acme-chatter", daemon=True).start()
+    return Verdict.no_device("chatty: no device")
+"""
+CHATTY_PLUGIN = backend_plugin("chatty", priority=10, probe_body="return _starts_a_thread()", module_prelude=CHATTY)
+"""A probe that leaves a daemon thread writing to descriptor 1 (``os.write`` and ``print``) after it returned."""
+
+
+@pytest.mark.parametrize("args", [["info", "--json"], ["list"]], ids=" ".join)
+def test_a_plugins_thread_writing_to_stdout_after_its_probe_lands_on_stderr(
+    install_distribution: InstallDistribution, args: list[str]
+) -> None:
+    site = install_distribution("acme-chatty", {"acme_chatty": CHATTY_PLUGIN}, {"chatty": "acme_chatty"}).parent
+    result = run_accelhal(*args, env={"PYTHONPATH": str(site)})
+    assert result.returncode == 0, result.output
+    assert "chatty thread: os.write" in result.stderr and "chatty thread: print" in result.stderr
+    if "--json" in args:  # exactly one document (its probe's import_output may quote what the thread wrote in it)
+        assert result.json()["accelerator"]["name"] == "cpu", result.stdout
+    else:
+        assert "chatty thread" not in result.stdout, result.stdout
+        assert "chatty" in result.stdout and "no-device" in result.stdout  # the table, its row included

@@ -164,15 +164,16 @@ def _terminal() -> Iterator[IO[str] | None]:
     pytest captures file descriptors 1 and 2 while each test runs; the progress line is
     drawn on this duplicate, which the capture does not touch.
     """
+    stdout = render.stdout()
     try:
-        if not sys.stdout.isatty():
+        if not stdout.isatty():
             yield None
             return
-        fd = os.dup(sys.stdout.fileno())
+        fd = os.dup(stdout.fileno())
     except (AttributeError, OSError, ValueError):  # stdout replaced by something without a descriptor
         yield None
         return
-    with os.fdopen(fd, "w", encoding=sys.stdout.encoding or "utf-8", errors="replace") as terminal:
+    with os.fdopen(fd, "w", encoding=stdout.encoding or "utf-8", errors="replace") as terminal:
         yield terminal
 
 

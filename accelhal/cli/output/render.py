@@ -10,6 +10,7 @@ passes its strings through :func:`accelhal.text.visible`, so a command builds it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -84,13 +85,51 @@ class _TrimmedLines:
         return False
 
 
-def close_output(fd: int) -> None:
-    """Send what is still written to ``fd`` (1 or 2) to ``os.devnull``: the reader of its pipe went away.
+class _Stdout:
+    """The command's stdout, owned here: ``sys.stdout``, or the stream :func:`own_stdout` took."""
 
-    Neither the command nor the interpreter's exit then fails on it (``accelhal list | head -1``).
+    stream: TextIO | None = None
+
+
+_stdout = _Stdout()
+
+
+def stdout() -> TextIO:
+    """The stream the command's output goes to; everything the command prints on stdout is written there."""
+    return _stdout.stream or sys.stdout
+
+
+def own_stdout() -> None:
+    """Take file descriptor 1 for the command's output, and point descriptor 1 at stderr.
+
+    For the command's worker, before any plugin code runs: what anything else writes to descriptor 1
+    from then on (a plugin's thread, a C library, ``print`` through ``sys.stdout``, which becomes
+    line-buffered as stderr is) goes to stderr, and stdout holds the command's output only
+    (:func:`stdout`, on a copy of the descriptor: the same terminal, width and colour). Never for a
+    program that calls :func:`accelhal.cli.main`: its descriptors are its own.
+    """
+    previous = sys.stdout
+    previous.flush()
+    encoding = getattr(previous, "encoding", None) or "utf-8"
+    errors = getattr(previous, "errors", None) or "strict"
+    owned = os.dup(1)  # not inherited by the programs the command starts
+    _stdout.stream = open(owned, "w", encoding=encoding, errors=errors)  # noqa: SIM115  (each write flushes)
+    os.dup2(2, 1)
+    with contextlib.suppress(Exception):  # a replaced sys.stdout may refuse: its order is then its own
+        previous.reconfigure(line_buffering=True)  # type: ignore[union-attr]
+
+
+def close_output(fd: int) -> None:
+    """Send what the command still writes to its stdout (``fd`` 1) or stderr (2) to ``os.devnull``.
+
+    The reader of its pipe went away: neither the command nor the interpreter's exit then fails on it
+    (``accelhal list | head -1``).
     """
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, fd)
+    if fd == 1 and _stdout.stream is not None:
+        os.dup2(devnull, _stdout.stream.fileno(), inheritable=False)
+    else:
+        os.dup2(devnull, fd)
     os.close(devnull)
 
 
@@ -133,10 +172,14 @@ def console(*, stderr: bool = False) -> Console:
     writes nothing more and the command goes on.
     """
     fd = 2 if stderr else 1
-    out: Console = _Console(fd, stderr=stderr, highlight=False)
+    owned = None if stderr else _stdout.stream
+    out: Console = _Console(fd, file=owned, stderr=stderr, highlight=False)
     if not out.is_terminal:  # piped: 80 columns whatever COLUMNS says (a terminal's width, and there is none)
-        trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else sys.stdout))  # a text stream, as rich needs
+        trimmed = cast(TextIO, _TrimmedLines(sys.stderr if stderr else stdout()))  # a text stream, as rich needs
         out = _Console(fd, file=trimmed, highlight=False, width=MAX_WIDTH)
+    elif owned is not None and not os.environ.get("COLUMNS", "").isdigit():  # rich would ask descriptor 1: stderr
+        with contextlib.suppress(OSError):
+            out.width = os.get_terminal_size(owned.fileno()).columns or out.width
     if not MIN_WIDTH <= out.width <= MAX_WIDTH:
         out.width = min(max(out.width, MIN_WIDTH), MAX_WIDTH)
     return out
@@ -251,8 +294,9 @@ def write(text: str) -> None:
     either, so that the command's error, on stderr, is the last word.
     """
     try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream = stdout()
+        stream.write(text)
+        stream.flush()
     except BrokenPipeError:
         close_output(1)
     except OSError:
@@ -288,7 +332,7 @@ def print_json(model: BaseModel) -> None:
     except PydanticSerializationError:  # a surrogate: JSON can hold it only as an escape
         document = json.dumps(model.model_dump(mode="json"), indent=2)
     try:
-        document.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+        document.encode(getattr(stdout(), "encoding", None) or "utf-8")
     except (UnicodeEncodeError, LookupError):
         document = json.dumps(json.loads(document), indent=2)
     write(document + "\n")

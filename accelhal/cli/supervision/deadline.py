@@ -438,6 +438,9 @@ def _worker(
     try:
         import faulthandler
 
+        from accelhal.cli.output import render
+
+        render.own_stdout()  # before any plugin code: what else writes to descriptor 1 goes to stderr
         child_processes.die_with_parent(keeper)
         for signum in STOPPING_SIGNALS:
             signal.signal(signum, signal.SIG_DFL)
@@ -493,6 +496,10 @@ def _worker(
             os.write(
                 steps, (json.dumps({"fault": "raised KeyboardInterrupt, which ends a program", **last}) + "\n").encode()
             )
+        try:
+            render.stdout().flush()
+        except OSError:  # a reader that went away, a full disk: the command met it and said so
+            render.close_output(1)
         sys.stdout.flush()
         sys.stderr.flush()
         os.write(steps, b'{"done": true}\n')
