@@ -229,16 +229,17 @@ print(json.dumps(accelhal.detect().model_dump(mode="json")["environment"]))
 """
 
 
-def test_the_report_shows_the_variables_read_as_they_were_at_the_selection() -> None:
+def test_the_report_shows_the_variables_read_as_they_were_at_the_selection(tmp_path: Path) -> None:
     """In a fresh process: the variables accelhal reads and each backend's visible-devices variable; not HOME."""
     env = {"PATH": os.environ.get("PATH", ""), "HOME": "/home/someone", "UNRELATED_SECRET": "x"}
-    env |= {"ACCELHAL_STRICT": "0", "CUDA_VISIBLE_DEVICES": "0", "ZE_AFFINITY_MASK": "1", "XDG_CACHE_HOME": "/tmp"}
+    cache = str(tmp_path / "cache")  # the entry-point cache is written there, not into a directory others share
+    env |= {"ACCELHAL_STRICT": "0", "CUDA_VISIBLE_DEVICES": "0", "ZE_AFFINITY_MASK": "1", "XDG_CACHE_HOME": cache}
     done = subprocess.run([sys.executable, "-c", REPORTED_ENVIRONMENT], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {
         "ACCELHAL_STRICT": "0",
         "CUDA_VISIBLE_DEVICES": "0",
-        "XDG_CACHE_HOME": "/tmp",
+        "XDG_CACHE_HOME": cache,
         "ZE_AFFINITY_MASK": "1",
     }
 
