@@ -15,6 +15,7 @@ import pytest
 
 from accelhal.cli.output.models import OUTPUT_MODELS
 from tests.cli.conftest import Result, run_accelhal
+from tests.cli.launch import RAY_COMMANDS
 
 BAD = {
     "ACCELHAL_STRICT": ({"ACCELHAL_STRICT": "maybe"}, "ACCELHAL_STRICT='maybe' is not a boolean"),
@@ -62,7 +63,7 @@ def test_info_list_and_explain_print_their_own_document(variable: str, args: lis
         assert message in str(document["summary"])
 
 
-@pytest.mark.parametrize("args", [["check"], ["check", "cpu"], ["ray-resources"]], ids=" ".join)
+@pytest.mark.parametrize("args", [["check"], ["check", "cpu"], *map(list, RAY_COMMANDS)], ids=" ".join)
 def test_check_and_ray_resources_print_the_error_document(args: list[str]) -> None:
     env, said = BAD["ACCELHAL_STRICT"]
     result = run_accelhal(*args, "--json", env=env)
