@@ -62,14 +62,14 @@ def test_a_probe_that_crashes_natively_is_named_with_its_backend(site: Callable[
     assert "active backend: acmegood" in text
 
 
-SLOW_IMPORT = "import time\ntime.sleep(0.3)\n" + backend_plugin("acmeslow", priority=60)
+SLOW_IMPORT = "import time\ntime.sleep(0.5)\n" + backend_plugin("acmeslow", priority=60)
 SLOW_PROBE = backend_plugin(
-    "acmeprobe", priority=70, probe_body="import time; time.sleep(0.3); return Verdict.no_device('x')"
+    "acmeprobe", priority=70, probe_body="import time; time.sleep(0.5); return Verdict.no_device('x')"
 )
 
 
 def test_a_slow_plugin_and_a_slow_probe_are_warnings(site: Callable[..., str]) -> None:
-    env = {"PYTHONPATH": site(slow=SLOW_IMPORT, probe=SLOW_PROBE), "ACCELHAL_SLOW_PLUGIN_SECONDS": "0.1"}
+    env = {"PYTHONPATH": site(slow=SLOW_IMPORT, probe=SLOW_PROBE), "ACCELHAL_SLOW_PLUGIN_SECONDS": "0.25"}
     result = run_accelhal("doctor", "--json", env=env)
     assert result.returncode == 0, result.output  # warnings only
     data = result.json()
@@ -77,7 +77,7 @@ def test_a_slow_plugin_and_a_slow_probe_are_warnings(site: Callable[..., str]) -
     titles = {p["title"].split(" takes ")[0]: p for p in data["problems"] if p["code"] == "plugin-slow"}
     assert set(titles) == {"plugin 'acmeslow'", "backend 'acmeprobe'"}, data["problems"]
     assert all(p["severity"] == "warning" for p in titles.values())
-    assert "ACCELHAL_SLOW_PLUGIN_SECONDS=0.1" in titles["plugin 'acmeslow'"]["detail"]
+    assert "ACCELHAL_SLOW_PLUGIN_SECONDS=0.25" in titles["plugin 'acmeslow'"]["detail"]
     human = run_accelhal("doctor", env=env)
     assert human.returncode == 0
     assert "warning: plugin 'acmeslow' takes" in human.stdout
